@@ -1,0 +1,31 @@
+// CRC32C (Castagnoli), as used by TFRecord framing, and the masking TensorFlow applies.
+//
+// Uses the SSE4.2 crc32 instruction when the CPU has it (checked once at start-up), else a
+// slicing-by-8 table. Both give identical results; tests check them against each other and
+// against the standard check value (Crc32c("123456789") == 0xE3069283).
+// Thread safety: all functions are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trainscope::crc32c {
+
+// Returns the CRC32C of data[0, n) continuing from `crc` (the CRC of the bytes before it).
+uint32_t Extend(uint32_t crc, const void* data, size_t n);
+inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
+
+// The portable implementation, always available (for tests and benchmarks).
+uint32_t ExtendPortable(uint32_t crc, const void* data, size_t n);
+// True if Extend uses the hardware instruction on this CPU.
+bool HardwareAccelerated();
+
+inline constexpr uint32_t kMaskDelta = 0xa282ead8u;
+// TFRecord's masked CRC: rotate right by 15 bits and add a constant.
+inline uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kMaskDelta; }
+inline uint32_t Unmask(uint32_t masked) {
+  uint32_t rot = masked - kMaskDelta;
+  return (rot >> 17) | (rot << 15);
+}
+
+}  // namespace trainscope::crc32c

@@ -1,0 +1,97 @@
+// Reductions of a tensor to a few numbers, with ONE definition used both when the hook saves them
+// at write time and when the reader computes them from a raw tensor at read time.
+//
+// Definitions (docs/formats/reductions.md says why):
+// - All arithmetic in double, over the flattened tensor, whatever its shape.
+// - std and variance are the POPULATION statistics (ddof = 0, as numpy's defaults): defined for
+//   every non-empty tensor. (smdebug's hook used torch's unbiased ddof = 1, its reader numpy's
+//   ddof = 0; we pick one.)
+// - l1 = sum |x|, l2 = sqrt(sum x^2): norms of the flattened vector (never matrix norms).
+// - abs_<r> applies r to |x|. For l1/l2, abs_ changes nothing.
+// - NaN propagates into min, max, mean, std, variance, sum, prod, l1 and l2 (as numpy does);
+//   nan_count, inf_count and zero_fraction count elements. Complex tensors reduce |x|.
+// - An empty tensor gives NaN for min/max/mean/std/variance, 0 for sum/l1/l2/counts, 1 for prod.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/status.h"
+#include "trainscope/tensor.h"
+
+namespace trainscope {
+
+enum class ReductionOp : uint8_t {
+  kMin,
+  kMax,
+  kMean,
+  kStd,
+  kVariance,
+  kSum,
+  kProd,
+  kL1,
+  kL2,
+  kNanCount,      // trainscope addition
+  kInfCount,      // trainscope addition
+  kZeroFraction,  // trainscope addition: fraction of elements == 0, in [0, 1]
+};
+
+struct Reduction {
+  ReductionOp op;
+  bool abs = false;
+  bool operator==(const Reduction&) const = default;
+};
+
+// smdebug's names: "min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2", plus
+// "nan_count", "inf_count", "zero_fraction". Norms also parse as "l1_norm", "l2_norm".
+std::string_view ReductionOpName(ReductionOp op);
+std::optional<ReductionOp> ReductionOpFromName(std::string_view name);
+// Parses a config token: "abs_mean", "l2_norm", "abs_l1_norm", "nan_count"...
+// InvalidArgument naming the token and listing the valid names on failure.
+Result<Reduction> ParseReduction(std::string_view token);
+// The tensor name smdebug gives a saved reduction: "smdebug/reductions/[abs_]<op>/<tensor>".
+std::string ReductionTensorName(std::string_view tensor, Reduction r);
+// Inverse of ReductionTensorName; nullopt if `name` is not a reduction tensor name.
+struct ParsedReductionName {
+  std::string tensor;
+  Reduction reduction;
+};
+std::optional<ParsedReductionName> ParseReductionTensorName(std::string_view name);
+
+// Everything one pass over a tensor yields.
+struct TensorStats {
+  int64_t count = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  int64_t zero_count = 0;
+  double min = 0, max = 0;          // of x (NaN if any NaN or empty)
+  double abs_min = 0, abs_max = 0;  // of |x|
+  double sum = 0, abs_sum = 0;
+  double sum_sq = 0;                // sum of x^2 (for l2)
+  double mean = 0, m2 = 0;          // m2 = sum of squared deviations from the mean (Chan et al.)
+  double abs_mean = 0, abs_m2 = 0;
+  double prod = 1, abs_prod = 1;
+
+  double Value(Reduction r) const;
+};
+
+// One pass over any numeric view (strided allowed). InvalidArgument for kString.
+Result<TensorStats> ComputeStats(const TensorView& v);
+// Convenience: ComputeStats then Value.
+Result<double> ComputeReduction(const TensorView& v, Reduction r);
+
+// A histogram: counts[i] covers [edges[i], edges[i+1]) (the last bin is closed). NaN and inf
+// values are not counted (see TensorStats). edges.size() == counts.size() + 1.
+struct Histogram {
+  std::vector<double> edges;
+  std::vector<double> counts;
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;  // of the finite values
+};
+// `bins` equal-width bins over [min, max] of the finite values (one bin if they are equal).
+Result<Histogram> ComputeHistogram(const TensorView& v, int bins = 64);
+
+}  // namespace trainscope

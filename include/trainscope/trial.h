@@ -1,0 +1,150 @@
+// Trial: reads a trial folder written by trainscope or by smdebug, while it is being written.
+//
+// Semantics follow smdebug's reader (docs/formats/trial.md, "Reading"): steps are global steps
+// unless a mode is given (then mode steps); a step is complete when all num_workers workers wrote
+// it, or the job ended, or it is at most last_complete_step; the incomplete-step window moves
+// last_complete_step forward when too many steps wait. Fixed on purpose: a saved shape never hides
+// a saved value; every dtype decodes correctly (int8 is int8).
+//
+// Following: Refresh() reads only index files it has not read before. With inotify (Linux) it
+// learns of new files from the kernel and does not list folders again; elsewhere it lists only the
+// newest index folders. Most queries call MaybeRefresh() first (at most one refresh per
+// `refresh_interval`), as smdebug's maybe_refresh does, unless the trial has loaded all steps.
+//
+// Values: Value() returns a Tensor whose bytes point into a memory map of the event file (no
+// copy) when the record is well-formed; the record's length CRC is always checked, its payload
+// CRC32C is checked against the index entry's "crc32c" key when present (trainscope trials).
+//
+// Errors: NotFound (no such tensor/step/worker), Unavailable (not yet written), OutOfRange (the
+// job ended before the step), Corruption (names the file and byte offset).
+// Thread safety: all methods are thread-safe (one internal mutex; value decoding runs outside it).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/env.h"
+#include "trainscope/modes.h"
+#include "trainscope/reductions.h"
+#include "trainscope/status.h"
+#include "trainscope/tensor.h"
+
+namespace trainscope {
+
+// smdebug's StepState.
+enum class StepState { kUnavailable = 0, kAvailable = 1, kNotYetAvailable = 2 };
+
+struct TrialOptions {
+  Env* env = nullptr;  // nullptr = Env::Default()
+  // Only index files of global steps in [range_begin, range_end) are read (end -1 = unbounded).
+  int64_t range_begin = 0;
+  int64_t range_end = -1;
+  // smdebug's SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW.
+  int64_t incomplete_step_window = 1000;
+  // Minimum time between two automatic refreshes (0 = refresh on every query).
+  std::chrono::milliseconds refresh_interval{0};
+  // After the end marker is seen: wait this long and refresh once more before declaring all
+  // steps loaded (smdebug's SMDEBUG_TRAINING_END_DELAY_REFRESH, 1 s there).
+  std::chrono::milliseconds end_delay{100};
+  bool use_inotify = true;
+  // Verify the payload CRC32C of every value read when the index has one.
+  bool verify_checksums = true;
+};
+
+// One collection as written in a collections file.
+struct CollectionInfo {
+  std::string name;
+  std::vector<std::string> include_regex;
+  std::vector<std::string> tensor_names;
+  std::string reduction_config_json;  // "null" when absent
+  std::string save_config_json;       // "null" when absent
+  bool save_histogram = true;
+};
+
+class Trial {
+ public:
+  // Opens a trial. Unavailable if no collections file exists yet (the caller decides whether to
+  // wait: see WaitForCollections); NotFound if `path` does not exist.
+  static Result<std::unique_ptr<Trial>> Open(const std::string& path, TrialOptions options = {});
+  // Polls for the collections files (every `poll`) until they exist, the end marker appears
+  // without them (NotFound, "no debugging data was saved"), or `timeout` passes (Unavailable).
+  static Result<std::unique_ptr<Trial>> OpenWhenReady(
+      const std::string& path, TrialOptions options = {},
+      std::chrono::milliseconds timeout = std::chrono::hours(24 * 365),
+      std::chrono::milliseconds poll = std::chrono::milliseconds(100));
+  ~Trial();
+
+  const std::string& path() const;
+  std::string name() const;  // basename of the path
+
+  // Reads index files not read yet. Cheap when nothing changed.
+  Status Refresh();
+  // Refresh() unless all steps are loaded or the last refresh is younger than refresh_interval.
+  Status MaybeRefresh();
+  // Blocks until a new index file appears or `timeout` passes (inotify or polling), then refreshes.
+  Status WaitForChange(std::chrono::milliseconds timeout);
+
+  // Workers, sorted, from the collections files.
+  std::vector<std::string> workers() const;
+  int num_workers() const;
+  std::vector<CollectionInfo> collections() const;
+  std::optional<CollectionInfo> collection(const std::string& name) const;
+
+  // Sorted tensor names. `step` is a step of `mode` (nullopt = any step). Reduction tensors
+  // ("smdebug/reductions/...") are folded onto their base tensor and not listed themselves.
+  // regex: ECMAScript, matched with search (substring) semantics like re.search.
+  // collection: names in the collection's tensor_names or matching one of its include_regex.
+  Result<std::vector<std::string>> TensorNames(Mode mode = Mode::kGlobal,
+                                               std::optional<int64_t> step = std::nullopt,
+                                               const std::string& regex = "",
+                                               const std::string& collection = "");
+  bool HasTensor(const std::string& name);
+
+  // Sorted complete steps of `mode` (mode steps unless kGlobal).
+  std::vector<int64_t> Steps(Mode mode = Mode::kGlobal, bool show_incomplete = false);
+  std::vector<Mode> Modes();
+  Result<Mode> ModeOf(int64_t global_step);
+  Result<int64_t> ModeStep(int64_t global_step);
+  Result<int64_t> GlobalStep(Mode mode, int64_t mode_step);
+
+  StepState HasPassedStep(int64_t step, Mode mode = Mode::kGlobal);
+  bool loaded_all_steps() const;
+  bool training_ended();              // the end marker exists
+  int64_t last_complete_step() const;  // global; -1 if none
+
+  // Steps at which `tensor` exists (complete ones unless show_incomplete).
+  Result<std::vector<int64_t>> TensorSteps(const std::string& tensor, Mode mode = Mode::kGlobal,
+                                           bool show_incomplete = false);
+  // Workers that saved `tensor` at `step` (sorted).
+  Result<std::vector<std::string>> TensorWorkers(const std::string& tensor, int64_t step,
+                                                 Mode mode = Mode::kGlobal);
+
+  // The raw value. worker "" = the lexicographically first worker that has it.
+  // Errors: NotFound if the tensor was never seen; for a step without the value: NotFound
+  // whose message says whether reductions exist (smdebug's TensorUnavailableForStep), or
+  // Unavailable / OutOfRange by HasPassedStep as smdebug's _step does.
+  Result<Tensor> Value(const std::string& tensor, int64_t step, Mode mode = Mode::kGlobal,
+                       const std::string& worker = "");
+  // A saved reduction if one was saved, else computed from the raw value (same definition).
+  Result<double> ReductionValue(const std::string& tensor, int64_t step, Reduction r,
+                                Mode mode = Mode::kGlobal, const std::string& worker = "");
+  // Saved reductions only.
+  Result<std::vector<std::pair<Reduction, double>>> SavedReductions(
+      const std::string& tensor, int64_t step, Mode mode = Mode::kGlobal,
+      const std::string& worker = "");
+  // Saved shape, else the raw value's shape.
+  Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step,
+                                     Mode mode = Mode::kGlobal, const std::string& worker = "");
+
+  class Impl;
+
+ private:
+  explicit Trial(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainscope

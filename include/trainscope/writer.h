@@ -1,0 +1,112 @@
+// TrialWriter: writes one worker's tensors into a trial folder in smdebug's layout.
+//
+// Usage (one training thread):
+//   TS_ASSIGN_OR_RETURN(auto w, TrialWriter::Open("/tmp/run1", {}));
+//   w->BeginStep(/*global_step=*/0, Mode::kTrain, /*mode_step=*/0);
+//   w->AddTensor("Net_fc1.weight", view);   // copies the bytes (or borrows with a keepalive)
+//   w->EndStep();                           // queues the step; returns at once
+//   ...
+//   w->Close();                             // drains the queue, writes training_job_end.ts
+//
+// A background thread encodes nothing (encoding happens in AddTensor, which is a header write
+// plus one memcpy) and does all I/O: for each step it writes events/<step>/<step>_<worker>.tfevents
+// via a .tmp file and a rename, then index/<step/1000>/<step>_<worker>.json the same way, so
+// readers see each step whole or not at all, and never an index entry without its event file.
+//
+// Back-pressure: steps wait in a queue bounded in bytes (max_queue_bytes). When it is full,
+// EndStep follows `when_full`: kBlock waits for room (nothing is lost; default), kDropStep drops
+// the new step, counts it in stats().steps_dropped and says so once on stderr.
+//
+// Errors: an I/O error never reaches the training thread as a crash or an exception. The first
+// one is printed once to stderr with its path and errno and kept in first_error(); the failed
+// step's temporary files are removed, so the trial stays consistent (complete steps only), and
+// later steps are still attempted (the disk may have room again).
+//
+// Thread safety: BeginStep/AddTensor/EndStep/WriteCollections/Close must be called from one
+// thread at a time (the training thread). stats() and first_error() may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "trainscope/env.h"
+#include "trainscope/modes.h"
+#include "trainscope/status.h"
+#include "trainscope/tensor.h"
+
+namespace trainscope {
+
+struct WriterOptions {
+  Env* env = nullptr;                       // nullptr = Env::Default()
+  std::string worker = "worker_0";          // file-name worker part
+  size_t max_queue_bytes = size_t{1} << 30;  // bytes of queued steps (1 GiB)
+  enum class WhenFull { kBlock, kDropStep } when_full = WhenFull::kBlock;
+  bool sync = false;                        // fdatasync each file before its rename
+  bool write_end_marker = true;             // training_job_end.ts on Close()
+  bool quiet = false;                       // do not print the first error to stderr
+};
+
+struct WriterStats {
+  int64_t steps_written = 0;
+  int64_t steps_dropped = 0;
+  int64_t steps_failed = 0;     // lost to I/O errors
+  int64_t tensors_written = 0;
+  uint64_t bytes_written = 0;   // event-file bytes
+  uint64_t queue_bytes = 0;     // bytes waiting now
+  uint64_t queue_high_water = 0;
+};
+
+class TrialWriter {
+ public:
+  // Creates the trial folder if needed. Fails if it cannot be created.
+  static Result<std::unique_ptr<TrialWriter>> Open(const std::string& dir, WriterOptions options);
+  ~TrialWriter();  // Close()s if not closed
+
+  TrialWriter(const TrialWriter&) = delete;
+  TrialWriter& operator=(const TrialWriter&) = delete;
+
+  // REQUIRES: no step open; global_step greater than every step begun before.
+  Status BeginStep(int64_t global_step, Mode mode, int64_t mode_step);
+  // Adds a tensor to the open step, copying its bytes. A name already added in this step is
+  // replaced. REQUIRES: a step is open.
+  Status AddTensor(std::string_view name, const TensorView& v);
+  // As AddTensor, but borrows v's bytes without copying them: `keepalive` must own them and the
+  // caller must not modify them until the writer drops `keepalive` (after the step is written).
+  // REQUIRES: v is contiguous.
+  Status AddTensorNoCopy(std::string_view name, const TensorView& v,
+                         std::shared_ptr<const void> keepalive);
+  // Records a tensor's shape only (smdebug's save_shape): goes to the index's shape_payload.
+  Status AddShape(std::string_view name, const std::vector<int64_t>& shape);
+  // Queues the open step for writing (see back-pressure above). A step with nothing added
+  // writes no files.
+  Status EndStep();
+  // True between BeginStep and EndStep.
+  bool step_open() const;
+
+  // Writes collections/000000000/<worker>_collections.json atomically (now, on this thread).
+  Status WriteCollections(std::string_view json);
+
+  // Blocks until every queued step is on disk. Returns first_error().
+  Status Flush();
+  // Ends an open step, drains the queue, stops the thread and writes the end marker (if asked and
+  // no step was lost). Idempotent. Returns first_error().
+  Status Close();
+
+  Status first_error() const;
+  WriterStats stats() const;
+  const std::string& dir() const;
+  const std::string& worker() const;
+
+  class Impl;
+
+ private:
+  explicit TrialWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes the end marker training_job_end.ts into `dir`.
+Status WriteEndOfJob(Env* env, const std::string& dir);
+
+}  // namespace trainscope
