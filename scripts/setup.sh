@@ -16,7 +16,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang libclang-rt-14-dev llvm
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcurl4-openssl-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev
   python3 python3-venv python3-dev
 )
 
