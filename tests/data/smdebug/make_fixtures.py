@@ -183,6 +183,9 @@ def write_pt_modes(out):
         h.get_collection("relu_activations").add_module_tensors(net.relu, inputs=False, outputs=True)
         h.get_collection("custom").include("^labels$")
         h.get_collection("custom").include("^first_input_fp16$")
+        # TensorBoard histograms only for weights and biases (keeps the fixture small).
+        for name in ("gradients", "relu_activations", "custom"):
+            h.get_collection(name).save_histogram = False
 
     train_mlp(hook=hook, before_register=add_module_collections, extras=True, **PT_MODES_ARGS)
     hook.close()
