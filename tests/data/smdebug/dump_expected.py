@@ -281,12 +281,16 @@ def check_against_read(trial, recomputed):
 # Compact JSON: objects are broken into lines down to DEPTH, everything deeper stays on one line.
 
 DEPTH = 4
+DEPTH_BY_TOP_KEY = {"written": 3}  # one line per (tensor, step)
 
 
-def dumps(obj, depth=0):
-    if isinstance(obj, dict) and obj and depth < DEPTH:
+def dumps(obj, depth=0, limit=DEPTH):
+    if isinstance(obj, dict) and obj and depth < limit:
         pad = " " * (depth + 1)
-        items = [f"{pad}{json.dumps(k)}: {dumps(v, depth + 1)}" for k, v in obj.items()]
+        items = [
+            f"{pad}{json.dumps(k)}: {dumps(v, depth + 1, DEPTH_BY_TOP_KEY.get(k, limit) if depth == 0 else limit)}"
+            for k, v in obj.items()
+        ]
         return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
