@@ -5,6 +5,7 @@ Run after make_fixtures.py, with the same virtualenv:
 
     /tmp/tv/bin/python tests/data/smdebug/dump_expected.py            # all fixtures
     /tmp/tv/bin/python tests/data/smdebug/dump_expected.py dtypes     # just one
+    /tmp/tv/bin/python tests/data/smdebug/dump_expected.py --check    # exit 1 if a file is stale
 
 Every answer comes from smdebug.trials.create_trial(<fixture>) and its Trial/Tensor methods; where
 smdebug raises, the exception's class name is recorded instead ({"error": "StepUnavailable"}).
@@ -295,7 +296,8 @@ def dumps(obj, depth=0, limit=DEPTH):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def dump(name):
+def dump(name, check=False):
+    """Writes expected/<name>.json; with check, only compares and returns whether it is current."""
     import smdebug  # noqa: PLC0415
     from smdebug.core.modes import ModeKeys  # noqa: PLC0415
     from smdebug.trials import create_trial  # noqa: PLC0415
@@ -322,22 +324,33 @@ def dump(name):
                 for n, by_step in sorted(recomputed.items())
             }
     path = os.path.join(HERE, "expected", f"{name}.json")
+    text = dumps(out) + "\n"
+    if check:
+        try:
+            with open(path, encoding="utf-8") as f:
+                same = f.read() == text
+        except FileNotFoundError:
+            same = False
+        print(f"{'up to date' if same else 'STALE'}: {path}")
+        return same
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(dumps(out) + "\n")
+        f.write(text)
     print(f"wrote {path}")
+    return True
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(FIXTURES)}")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is stale")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(FIXTURES))
     if unknown:
         parser.error(f"unknown fixture(s) {unknown}; choose from {list(FIXTURES)}")
-    for name in args.names or FIXTURES:
-        dump(name)
+    results = [dump(name, check=args.check) for name in args.names or FIXTURES]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,8 +7,10 @@ Run with the project virtualenv (smdebug 1.0.34, torch, numpy 2.x):
     /tmp/tv/bin/python tests/data/smdebug/make_fixtures.py dtypes     # just one
 
 Each fixture folder tests/data/smdebug/<name>/ is deleted and written again. Tensor values are
-deterministic (fixed seeds, CPU); the bytes are not quite: smdebug stamps every event with the wall
-time, and names TensorBoard files after the process id and host name.
+deterministic (fixed seeds, CPU, one torch thread; the script re-executes itself with
+PYTHONHASHSEED=0 so collections files list collections in a stable order); the bytes are not quite:
+smdebug stamps every event with the wall time, and names TensorBoard files after the process id and
+host name.
 
 Everything is written by smdebug through its public API, the way a user would call it:
   pt_modes            smdebug.pytorch.Hook on a small MLP, 6 TRAIN + 3 EVAL steps, reductions, TB export
@@ -98,6 +100,7 @@ def train_mlp(sizes, train_steps, eval_steps, seed, hook=None, before_register=N
     as they were at the step's forward, gradients after its backward, relu output, loss.
     """
     torch = _torch()
+    torch.set_num_threads(1)  # same arithmetic order whatever the machine
     torch.manual_seed(seed)
     net = make_mlp(sizes)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -387,6 +390,11 @@ def _collections_files(workers=("worker_0",)):
 
 
 def main(argv=None):
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # smdebug writes collections in set order; a fixed hash seed keeps the files stable.
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        args = sys.argv[1:] if argv is None else list(argv)
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *args], env)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(ALL_FIXTURES)}")
     parser.add_argument("--out", default=HERE, help="parent folder of the fixtures (default: here)")
