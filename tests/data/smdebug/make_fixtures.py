@@ -13,19 +13,20 @@ smdebug stamps every event with the wall time, and names TensorBoard files after
 host name.
 
 Everything is written by smdebug through its public API, the way a user would call it:
-  pt_modes            smdebug.pytorch.Hook on a small MLP, 6 TRAIN + 3 EVAL steps, reductions, TB export
+  pt_modes            smdebug.pytorch.Hook on an MLP, 6 TRAIN + 3 EVAL steps, reductions, TB export
   dtypes              smdebug.core.writer.FileWriter, one tensor per (dtype, shape)
   save_shape          Hook with ReductionConfig(save_raw_tensor=True, save_shape=True)
-  two_workers         a real 2-process gloo run with include_workers="all"; worker_1's index file for
-                      the last step is then removed and so is the end marker (worker_1 "lags")
+  two_workers         a real 2-process gloo run with include_workers="all"; worker_1's index file
+                      for the last step is then removed and so is the end marker (worker_1 "lags")
   two_workers_ended   the same files plus training_job_end.ts
 
 numpy 2.x: smdebug 1.0.34 calls ndarray.tostring() (gone in numpy 2.3) and float() on a (1,)-array
-(an error in numpy 2.x). smdebug_numpy2_compat.py (beside this file) patches those two calls from the
-outside; see its docstring. Nothing else of smdebug is changed.
+(an error in numpy 2.x). smdebug_numpy2_compat.py (beside this file) patches those two calls from
+the outside; see its docstring. Nothing else of smdebug is changed.
 
 The values handed to smdebug are reproducible without smdebug: dump_expected.py imports
-dtype_cases() and train_mlp() from here to record what was written where smdebug cannot read it back.
+dtype_cases() and train_mlp() from here to record what was written where smdebug cannot read it
+back.
 """
 
 import argparse
@@ -179,11 +180,20 @@ def write_pt_modes(out):
         export_tensorboard=True,
         save_config=smd.SaveConfig(save_interval=2),
         reduction_config=reduction_config,
-        include_collections=["weights", "biases", "gradients", "losses", "relu_activations", "custom"],
+        include_collections=[
+            "weights",
+            "biases",
+            "gradients",
+            "losses",
+            "relu_activations",
+            "custom",
+        ],
     )
 
     def add_module_collections(h, net):
-        h.get_collection("relu_activations").add_module_tensors(net.relu, inputs=False, outputs=True)
+        h.get_collection("relu_activations").add_module_tensors(
+            net.relu, inputs=False, outputs=True
+        )
         h.get_collection("custom").include("^labels$")
         h.get_collection("custom").include("^first_input_fp16$")
         # TensorBoard histograms only for weights and biases (keeps the fixture small).
@@ -373,7 +383,9 @@ def check_layout(out, expected_files):
         if not os.path.relpath(d, out).startswith("tensorboard")
     )
     if found != sorted(expected_files):
-        raise SystemExit(f"{out}: unexpected layout\n found {found}\n want {sorted(expected_files)}")
+        raise SystemExit(
+            f"{out}: unexpected layout\n found {found}\n want {sorted(expected_files)}"
+        )
 
 
 def _step_files(steps, workers=("worker_0",)):
@@ -396,7 +408,9 @@ def main(argv=None):
         args = sys.argv[1:] if argv is None else list(argv)
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *args], env)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(ALL_FIXTURES)}")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"any of {', '.join(ALL_FIXTURES)}"
+    )
     parser.add_argument("--out", default=HERE, help="parent folder of the fixtures (default: here)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(ALL_FIXTURES))
