@@ -191,15 +191,20 @@ Status IndexScanner::Handle(const Status& wait_status, const std::vector<DirChan
 }
 
 Status IndexScanner::Drain(std::vector<FoundIndexFile>* out) {
-  return WaitAndHandle(std::chrono::milliseconds(0), out);
+  std::vector<DirChange> changes;
+  Status s = WaitEvents(std::chrono::milliseconds(0), &changes);
+  return HandleEvents(s, changes, out);
 }
 
-Status IndexScanner::WaitAndHandle(std::chrono::milliseconds timeout,
-                                   std::vector<FoundIndexFile>* out) {
-  std::vector<DirChange> changes;
-  Status s = notifier_->Wait(timeout, &changes);
-  s = Handle(s, changes, out);
-  if (s.ok() || s.code() == StatusCode::kCorruption) return s;
+Status IndexScanner::WaitEvents(std::chrono::milliseconds timeout,
+                                std::vector<DirChange>* changes) {
+  return notifier_->Wait(timeout, changes);
+}
+
+Status IndexScanner::HandleEvents(const Status& wait_status, const std::vector<DirChange>& changes,
+                                  std::vector<FoundIndexFile>* out) {
+  Status s = Handle(wait_status, changes, out);
+  if (s.ok()) return s;
   // A watch could not be added or the notifier failed: poll from now on. Nothing is lost: List
   // skips files handed out already and lists every folder it has not listed.
   watching_.store(false, std::memory_order_release);

@@ -53,12 +53,20 @@ class IndexScanner {
   // Polling: lists as described above and appends unseen files to *out (sorted by step, worker).
   // Also used with a notifier when the notifier is busy in another thread.
   Status List(int64_t first_open_step, std::vector<FoundIndexFile>* out);
-  // With a notifier: reads pending events without blocking and handles them (appends new
-  // files; watches and lists new folders). REQUIRES: watching(), exclusive notifier use.
+  // With a notifier: reads pending events without blocking and handles them.
+  // REQUIRES: watching(); exclusive use of the notifier and of the scanner.
   Status Drain(std::vector<FoundIndexFile>* out);
-  // With a notifier: blocks up to `timeout` for events and handles them like Drain.
-  // REQUIRES: watching(), exclusive notifier use.
-  Status WaitAndHandle(std::chrono::milliseconds timeout, std::vector<FoundIndexFile>* out);
+  // With a notifier: blocks up to `timeout` for events (appends them to *changes). Touches only
+  // the notifier, so the scanner may be used meanwhile (List) by another thread.
+  // Unavailable means events were dropped; pass it on to HandleEvents.
+  // REQUIRES: watching(); exclusive use of the notifier.
+  Status WaitEvents(std::chrono::milliseconds timeout, std::vector<DirChange>* changes);
+  // Handles what WaitEvents returned: appends new files; watches and lists new folders; after
+  // dropped events, lists everything once. If a watch cannot be added, stops watching for good
+  // and lists everything (watching() turns false).
+  // REQUIRES: watching(); exclusive use of the notifier and of the scanner.
+  Status HandleEvents(const Status& wait_status, const std::vector<DirChange>& changes,
+                      std::vector<FoundIndexFile>* out);
 
   // Number of files handed out so far.
   size_t num_handed_out() const { return handed_out_.size(); }
