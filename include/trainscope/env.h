@@ -123,10 +123,12 @@ class FaultInjectionEnv : public Env {
   Result<uint64_t> GetFileSize(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
   Status CreateExclusive(const std::string& path) override;
+  Result<std::unique_ptr<ChangeNotifier>> NewChangeNotifier() override {
+    return base_->NewChangeNotifier();
+  }
 
  private:
   class File;
-  Status MaybeFailWrite(size_t n);
   Env* base_;
   std::shared_ptr<struct FaultState> state_ = MakeState();
   static std::shared_ptr<struct FaultState> MakeState();

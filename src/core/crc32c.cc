@@ -1,0 +1,171 @@
+#include "trainscope/crc32c.h"
+
+#include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#endif
+
+namespace trainscope::crc32c {
+namespace {
+
+constexpr uint32_t kPoly = 0x82f63b78u;  // reflected Castagnoli polynomial
+
+// Slicing-by-8 tables, built at compile time.
+constexpr std::array<std::array<uint32_t, 256>, 8> MakeTables() {
+  std::array<std::array<uint32_t, 256>, 8> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
+    t[0][i] = c;
+  }
+  for (uint32_t i = 0; i < 256; ++i) {
+    for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+  }
+  return t;
+}
+constexpr auto kTables = MakeTables();
+
+#if defined(__x86_64__)
+bool DetectSse42() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & bit_SSE4_2) != 0;
+}
+
+// One stream of crc32 instructions: latency-bound (3 cycles per 8 bytes). Used for the tail.
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42Simple(uint32_t crc, const uint8_t* p,
+                                                             size_t n) {
+  uint64_t c = crc;
+  while (n && (reinterpret_cast<uintptr_t>(p) & 7)) {
+    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
+    --n;
+  }
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    n -= 8;
+  }
+  while (n--) c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
+  return static_cast<uint32_t>(c);
+}
+
+// Three independent streams hide the instruction's latency; their CRCs are merged with the
+// "append n zero bytes" operator x^(8n) mod P, applied by a GF(2) multiplication.
+// Multiplies two polynomials mod P (bit-reflected).
+uint32_t GfMultiply(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (int i = 0; i < 32; ++i) {
+    if (a & 0x80000000u) product ^= b;
+    a <<= 1;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(8n) mod P in reflected form: the operator that "appends n zero bytes" to a CRC state.
+uint32_t ZerosOperator(size_t n) {
+  uint32_t result = 0x80000000u;  // x^0
+  uint32_t power = 0x00800000u;   // x^8
+  size_t k = n;
+  while (k) {
+    if (k & 1) result = GfMultiply(result, power);
+    power = GfMultiply(power, power);
+    k >>= 1;
+  }
+  return result;
+}
+
+// The map crc -> crc * op is linear over GF(2), so it is 4 table lookups (one per byte).
+struct ShiftTable {
+  uint32_t t[4][256];
+  explicit ShiftTable(uint32_t op) {
+    for (int k = 0; k < 4; ++k) {
+      for (uint32_t b = 0; b < 256; ++b) t[k][b] = GfMultiply(b << (8 * k), op);
+    }
+  }
+  uint32_t operator()(uint32_t crc) const {
+    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
+  }
+};
+
+// Processes as many rounds of 3 interleaved lanes of `lane` bytes as fit, merging the lanes:
+// crc(A|B|C) = shift(crc(A), |B|+|C|) ^ shift(crc0(B), |C|) ^ crc0(C), on raw register states
+// (the caller applies the pre/post inversion).
+template <size_t kLaneBytes>
+__attribute__((target("sse4.2"))) uint64_t ThreeLanes(uint64_t c0, const uint8_t*& p, size_t& n) {
+  static const ShiftTable kShift1(ZerosOperator(kLaneBytes));
+  static const ShiftTable kShift2(ZerosOperator(2 * kLaneBytes));
+  while (n >= 3 * kLaneBytes) {
+    uint64_t c1 = 0, c2 = 0;
+    const uint8_t* p1 = p + kLaneBytes;
+    const uint8_t* p2 = p + 2 * kLaneBytes;
+    for (size_t i = 0; i < kLaneBytes; i += 8) {
+      uint64_t v0, v1, v2;
+      std::memcpy(&v0, p + i, 8);
+      std::memcpy(&v1, p1 + i, 8);
+      std::memcpy(&v2, p2 + i, 8);
+      c0 = _mm_crc32_u64(c0, v0);
+      c1 = _mm_crc32_u64(c1, v1);
+      c2 = _mm_crc32_u64(c2, v2);
+    }
+    c0 = kShift2(static_cast<uint32_t>(c0)) ^ kShift1(static_cast<uint32_t>(c1)) ^
+         static_cast<uint32_t>(c2);
+    p += 3 * kLaneBytes;
+    n -= 3 * kLaneBytes;
+  }
+  return c0;
+}
+
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const uint8_t* p, size_t n) {
+  uint64_t c = ThreeLanes<4096>(crc, p, n);
+  c = ThreeLanes<256>(c, p, n);
+  return ExtendSse42Simple(static_cast<uint32_t>(c), p, n);
+}
+
+const bool kHaveSse42 = DetectSse42();
+#endif
+
+uint32_t RawPortable(uint32_t c, const uint8_t* p, size_t n) {
+  while (n >= 8) {
+    uint32_t lo;
+    uint32_t hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= c;
+    c = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^
+        kTables[4][lo >> 24] ^ kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
+        kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n--) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xff];
+  return c;
+}
+
+}  // namespace
+
+uint32_t ExtendPortable(uint32_t crc, const void* data, size_t n) {
+  return ~RawPortable(~crc, static_cast<const uint8_t*>(data), n);
+}
+
+uint32_t Extend(uint32_t crc, const void* data, size_t n) {
+#if defined(__x86_64__)
+  if (kHaveSse42) return ~ExtendSse42(~crc, static_cast<const uint8_t*>(data), n);
+#endif
+  return ExtendPortable(crc, data, n);
+}
+
+bool HardwareAccelerated() {
+#if defined(__x86_64__)
+  return kHaveSse42;
+#else
+  return false;
+#endif
+}
+
+}  // namespace trainscope::crc32c

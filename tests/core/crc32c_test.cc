@@ -1,0 +1,53 @@
+#include "trainscope/crc32c.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace trainscope::crc32c {
+namespace {
+
+TEST(Crc32cTest, StandardCheckValues) {
+  EXPECT_EQ(Value("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(ExtendPortable(0, "123456789", 9), 0xE3069283u);
+  EXPECT_EQ(Value("", 0), 0u);
+  // RFC 3720 B.4: 32 bytes of zeros and of 0xff.
+  std::string zeros(32, '\0'), ones(32, '\xff');
+  EXPECT_EQ(Value(zeros.data(), zeros.size()), 0x8A9136AAu);
+  EXPECT_EQ(Value(ones.data(), ones.size()), 0x62A8AB43u);
+}
+
+TEST(Crc32cTest, HardwareMatchesPortableAtEveryLengthAndAlignment) {
+  std::mt19937 rng(42);
+  std::vector<uint8_t> buf(70000);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n < 70; ++n) lengths.push_back(n);
+  for (size_t n : {4095, 4096, 12287, 12288, 12289, 24576 + 17, 65536}) lengths.push_back(n);
+  for (size_t off = 0; off < 8; ++off) {
+    for (size_t n : lengths) {
+      ASSERT_EQ(Value(buf.data() + off, n), ExtendPortable(0, buf.data() + off, n))
+          << "off=" << off << " n=" << n;
+    }
+  }
+}
+
+TEST(Crc32cTest, ExtendComposes) {
+  std::string a = "hello, ", b = "trainscope";
+  EXPECT_EQ(Extend(Value(a.data(), a.size()), b.data(), b.size()),
+            Value((a + b).data(), a.size() + b.size()));
+}
+
+TEST(Crc32cTest, MaskRoundTripsAndMatchesSmdebugMagicFooter) {
+  for (uint32_t v : {0u, 1u, 0xE3069283u, 0xffffffffu}) {
+    EXPECT_EQ(Unmask(Mask(v)), v);
+    EXPECT_NE(Mask(v), v);
+  }
+  // smdebug's events/ footer: masked CRC32C of the ASCII bytes "0x12345678".
+  EXPECT_EQ(Mask(Value("0x12345678", 10)), 0x062DC0B3u);
+}
+
+}  // namespace
+}  // namespace trainscope::crc32c

@@ -1,0 +1,189 @@
+#include "trainscope/reductions.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+namespace trainscope {
+namespace {
+
+// Straightforward two-pass reference, in long double.
+struct Ref {
+  double min, max, mean, var, sum, prod, l1, l2, abs_mean, abs_var;
+};
+Ref Reference(const std::vector<double>& x) {
+  Ref r{};
+  long double s = 0, as = 0, sq = 0, p = 1;
+  r.min = r.max = x[0];
+  for (double v : x) {
+    s += v;
+    as += std::fabs(v);
+    sq += static_cast<long double>(v) * v;
+    p *= v;
+    r.min = std::min(r.min, v);
+    r.max = std::max(r.max, v);
+  }
+  long double mean = s / x.size(), amean = as / x.size(), m2 = 0, am2 = 0;
+  for (double v : x) {
+    m2 += (v - mean) * (v - mean);
+    am2 += (std::fabs(v) - amean) * (std::fabs(v) - amean);
+  }
+  r.mean = static_cast<double>(mean);
+  r.abs_mean = static_cast<double>(amean);
+  r.var = static_cast<double>(m2 / x.size());
+  r.abs_var = static_cast<double>(am2 / x.size());
+  r.sum = static_cast<double>(s);
+  r.prod = static_cast<double>(p);
+  r.l1 = static_cast<double>(as);
+  r.l2 = std::sqrt(static_cast<double>(sq));
+  return r;
+}
+
+double V(const TensorView& v, const char* name) {
+  auto r = ParseReduction(name);
+  EXPECT_TRUE(r.ok()) << name;
+  auto x = ComputeReduction(v, *r);
+  EXPECT_TRUE(x.ok());
+  return *x;
+}
+
+TEST(ReductionsTest, MatchesReferenceOnFloat32AcrossBlocks) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(3.0f, 2.0f);
+  for (size_t n : {1u, 5u, 2047u, 2048u, 2049u, 100000u}) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = d(rng);
+    std::vector<double> xd(x.begin(), x.end());
+    Ref ref = Reference(xd);
+    TensorView v{DType::kF32, x.data(), {static_cast<int64_t>(n)}, {}, {}};
+    const double tol = 1e-9 * std::max(1.0, std::fabs(ref.sum));
+    EXPECT_DOUBLE_EQ(V(v, "min"), ref.min);
+    EXPECT_DOUBLE_EQ(V(v, "max"), ref.max);
+    EXPECT_NEAR(V(v, "mean"), ref.mean, 1e-12 * std::fabs(ref.mean) + 1e-12);
+    EXPECT_NEAR(V(v, "variance"), ref.var, 1e-9 * ref.var + 1e-12);
+    EXPECT_NEAR(V(v, "std"), std::sqrt(ref.var), 1e-9);
+    EXPECT_NEAR(V(v, "sum"), ref.sum, tol);
+    EXPECT_NEAR(V(v, "l1"), ref.l1, tol + 1e-9 * ref.l1);
+    EXPECT_NEAR(V(v, "l2_norm"), ref.l2, 1e-9 * ref.l2);
+    EXPECT_NEAR(V(v, "abs_mean"), ref.abs_mean, 1e-9);
+    EXPECT_NEAR(V(v, "abs_variance"), ref.abs_var, 1e-9 * ref.abs_var + 1e-12);
+    EXPECT_DOUBLE_EQ(V(v, "abs_l2"), V(v, "l2"));
+  }
+}
+
+TEST(ReductionsTest, PopulationStdAndFlattenedNormOnAMatrix) {
+  // The example from smdebug's disagreement: a 2-D tensor's l2 is the flattened vector norm.
+  float m[2][3] = {{1, 2, 3}, {4, 5, 6}};
+  TensorView v{DType::kF32, m, {2, 3}, {}, {}};
+  EXPECT_DOUBLE_EQ(V(v, "l2"), std::sqrt(91.0));  // not the spectral norm 9.508
+  EXPECT_DOUBLE_EQ(V(v, "l1"), 21.0);             // not the max column sum 9
+  EXPECT_DOUBLE_EQ(V(v, "variance"), 17.5 / 6);   // ddof = 0
+  EXPECT_DOUBLE_EQ(V(v, "prod"), 720.0);
+}
+
+TEST(ReductionsTest, IntegersHalvesBoolsComplex) {
+  int8_t i8[] = {-128, 0, 127, -1};
+  TensorView vi{DType::kI8, i8, {4}, {}, {}};
+  EXPECT_EQ(V(vi, "min"), -128);
+  EXPECT_EQ(V(vi, "abs_max"), 128);
+  EXPECT_EQ(V(vi, "zero_fraction"), 0.25);
+  uint16_t h[] = {FloatToHalf(1.5f), FloatToHalf(-2.0f)};
+  TensorView vh{DType::kF16, h, {2}, {}, {}};
+  EXPECT_EQ(V(vh, "sum"), -0.5);
+  uint16_t b[] = {FloatToBFloat16(3.0f), FloatToBFloat16(5.0f)};
+  TensorView vb{DType::kBF16, b, {2}, {}, {}};
+  EXPECT_EQ(V(vb, "mean"), 4.0);
+  bool bs[] = {true, false, true};
+  TensorView vbool{DType::kBool, bs, {3}, {}, {}};
+  EXPECT_EQ(V(vbool, "sum"), 2.0);
+  float c[] = {3, 4, 0, 1};  // complex64 (3+4i), (0+1i): magnitudes 5 and 1
+  TensorView vc{DType::kComplex64, c, {2}, {}, {}};
+  EXPECT_EQ(V(vc, "max"), 5.0);
+  uint64_t u = 18446744073709551615ull;
+  EXPECT_EQ(V(TensorView::Scalar(DType::kU64, &u), "max"), 18446744073709551615.0);
+}
+
+TEST(ReductionsTest, NanAndInfAreCountedAndPropagate) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  float x[] = {1, nan, 3, inf, 0, -inf};
+  TensorView v{DType::kF32, x, {6}, {}, {}};
+  EXPECT_EQ(V(v, "nan_count"), 1);
+  EXPECT_EQ(V(v, "inf_count"), 2);
+  EXPECT_NEAR(V(v, "zero_fraction"), 1.0 / 6, 1e-15);
+  EXPECT_TRUE(std::isnan(V(v, "min")));
+  EXPECT_TRUE(std::isnan(V(v, "mean")));
+  float y[] = {1, inf};
+  TensorView w{DType::kF32, y, {2}, {}, {}};
+  EXPECT_EQ(V(w, "max"), inf);
+  EXPECT_EQ(V(w, "min"), 1);
+}
+
+TEST(ReductionsTest, EmptyAndStridedViews) {
+  TensorView e{DType::kF32, nullptr, {0, 3}, {}, {}};
+  EXPECT_TRUE(std::isnan(V(e, "mean")));
+  EXPECT_EQ(V(e, "sum"), 0.0);
+  EXPECT_EQ(V(e, "prod"), 1.0);
+  // Column 1 of a 3x4 matrix, as a strided view.
+  float m[12];
+  std::iota(m, m + 12, 0.0f);
+  TensorView col{DType::kF32, m + 1, {3}, {4}, {}};
+  EXPECT_FALSE(col.is_contiguous());
+  EXPECT_EQ(V(col, "sum"), 1 + 5 + 9);
+  // A transposed 3x4 -> 4x3 view.
+  TensorView t{DType::kF32, m, {4, 3}, {1, 4}, {}};
+  Tensor c = Tensor::CopyOf(t);
+  const float* cf = static_cast<const float*>(c.data);
+  EXPECT_EQ(cf[0], 0);
+  EXPECT_EQ(cf[1], 4);
+  EXPECT_EQ(cf[2], 8);
+  EXPECT_EQ(cf[3], 1);
+  // Negative stride: reversed vector.
+  TensorView rev{DType::kF32, m + 11, {12}, {-1}, {}};
+  Tensor r = Tensor::CopyOf(rev);
+  EXPECT_EQ(static_cast<const float*>(r.data)[0], 11);
+  EXPECT_EQ(static_cast<const float*>(r.data)[11], 0);
+}
+
+TEST(ReductionsTest, NamesParseAndFormat) {
+  auto r = ParseReduction("abs_l2_norm");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->op, ReductionOp::kL2);
+  EXPECT_TRUE(r->abs);
+  EXPECT_EQ(ReductionTensorName("Net_fc1.weight", {ReductionOp::kMean, true}),
+            "smdebug/reductions/abs_mean/Net_fc1.weight");
+  auto p = ParseReductionTensorName("smdebug/reductions/l2/gradient/Net_fc1.weight");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->tensor, "gradient/Net_fc1.weight");
+  EXPECT_EQ(p->reduction.op, ReductionOp::kL2);
+  EXPECT_FALSE(ParseReductionTensorName("Net_fc1.weight").has_value());
+  Status bad = ParseReduction("median").status();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("'median'"), std::string::npos);
+  EXPECT_NE(bad.message().find("variance"), std::string::npos);
+}
+
+TEST(HistogramTest, CountsEveryFiniteValueOnce) {
+  std::vector<double> x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                           std::numeric_limits<double>::quiet_NaN()};
+  TensorView v{DType::kF64, x.data(), {12}, {}, {}};
+  auto h = ComputeHistogram(v, 5);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->counts.size(), 5u);
+  ASSERT_EQ(h->edges.size(), 6u);
+  EXPECT_EQ(std::accumulate(h->counts.begin(), h->counts.end(), 0.0), 11.0);
+  EXPECT_EQ(h->counts.back(), 3.0);  // [8, 10] closed
+  EXPECT_EQ(h->min, 0);
+  EXPECT_EQ(h->max, 10);
+  EXPECT_EQ(h->sum, 55);
+  double c[] = {2, 2, 2};
+  auto one = ComputeHistogram(TensorView{DType::kF64, c, {3}, {}, {}}, 10);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->counts, std::vector<double>{3});
+}
+
+}  // namespace
+}  // namespace trainscope
