@@ -119,3 +119,13 @@ class Collection:
 
     def __str__(self):
         return str(self.to_json_dict())
+
+
+def collections_file_json(collections, num_workers=1):
+    """The text of a collections file (``collections/000000000/<worker>_collections.json``) in
+    smdebug's schema: ``{"collections": {name: {...}}, "_meta": {"num_workers": N}}``.
+    `collections` is an iterable of Collection or a {name: Collection} dict."""
+    if isinstance(collections, dict):
+        collections = collections.values()
+    body = {c.name: c.to_json_dict() for c in collections}
+    return json.dumps({"collections": body, "_meta": {"num_workers": int(num_workers)}})

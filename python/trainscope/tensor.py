@@ -11,7 +11,7 @@ import bisect
 import numpy as np
 
 from . import _errors
-from .exceptions import SMDebugNotImplementedError
+from .exceptions import SMDebugNotImplementedError, TensorUnavailableForStep
 from .modes import ModeKeys, to_mode
 
 
@@ -100,11 +100,12 @@ class Tensor:
     def workers(self, step_num, mode=ModeKeys.GLOBAL):
         """Sorted workers that saved this tensor at the step."""
         mode = to_mode(mode)
-        return self._query(
-            lambda: list(self.trial._core.tensor_workers(self.name, step_num, mode.value)),
-            step_num,
-            mode,
-        )
+        core_mod = self.trial._core_module
+        try:
+            return list(self.trial._core.tensor_workers(self.name, step_num, mode.value))
+        except core_mod.Error as e:
+            # smdebug raises TensorUnavailableForStep here whatever the step's state.
+            raise _errors.generic(core_mod, e) or TensorUnavailableForStep(self.name, step_num, mode) from e
 
     def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL):
         """The (last n) steps up to and including `step`."""
