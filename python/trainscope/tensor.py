@@ -37,10 +37,16 @@ class Tensor:
         """Sorted steps (mode steps unless GLOBAL) at which this tensor was saved; complete ones
         only unless show_incomplete_steps."""
         mode = to_mode(mode)
+        core_mod = self.trial._core_module
         try:
             return list(self.trial._core.tensor_steps(self.name, mode.value, show_incomplete_steps))
-        except self.trial._core_module.Error as e:
-            raise _errors.generic(self.trial._core_module, e) or e from e
+        except core_mod.NotFoundError:
+            return []
+        except core_mod.Error as e:
+            other = _errors.generic(core_mod, e)
+            if other is None:
+                raise
+            raise other from e
 
     def value(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
         mode = to_mode(mode)

@@ -153,7 +153,10 @@ class Trial:
                 raise ex.MissingCollectionFiles() from e
             raise
         except core.Error as e:
-            raise _errors.generic(core, e) or e from e
+            other = _errors.generic(core, e)
+            if other is None:
+                raise
+            raise other from e
 
     def __repr__(self):
         return (
