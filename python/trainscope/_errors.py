@@ -8,7 +8,14 @@ missing there: InvalidWorker if the worker did not write it, else TensorUnavaila
 has_reductions); UNAVAILABLE (skipped / past the end) -> StepUnavailable; NOT_YET_AVAILABLE ->
 NoMoreData if all steps are loaded, else StepNotYetAvailable. Corruption, I/O and argument errors
 keep their own classes.
+
+The C++ reader names the smdebug class at the start of its messages ("StepUnavailable: ...",
+"TensorUnavailableForStep: ... (has_reductions=true)", "NoMoreData: ... the last step is 8");
+when a message carries such a prefix it decides, and the state-based rule above is the fallback
+for messages without one.
 """
+
+import re
 
 from . import exceptions as ex
 from .modes import ModeKeys, StepState, to_mode
@@ -37,6 +44,11 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None, shape=F
     other = generic(core_mod, err)
     if other is not None:
         return other
+    named = from_prefix(err, tname, step, mode, worker)
+    if named is not None:
+        if shape and isinstance(named, ex.TensorUnavailableForStep):
+            return ex.ShapeUnavailableForStep(tname, step, mode)
+        return named
     if not core.has_tensor(tname):
         return ex.TensorUnavailable(tname)
     state = StepState(core.has_passed_step(step, mode.value))
@@ -62,3 +74,34 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None, shape=F
         steps = core.steps(mode.value, False)
         return ex.NoMoreData(step, mode, steps[-1] if steps else -1)
     return ex.StepNotYetAvailable(step, mode)
+
+
+_PREFIX = re.compile(r"^(?:[A-Za-z]+: )?([A-Z][A-Za-z]+): ")
+
+
+def from_prefix(err, tname, step, mode, worker):
+    """The smdebug exception a _core error's message names at its start, built with the query's
+    context; None when the message names none."""
+    message = getattr(err, "message", None) or str(err)
+    m = _PREFIX.match(message)
+    if m is None:
+        return None
+    name = m.group(1)
+    if name == "TensorUnavailable":
+        return ex.TensorUnavailable(tname)
+    if name == "TensorUnavailableForStep":
+        return ex.TensorUnavailableForStep(tname, step, mode, "has_reductions=true" in message)
+    if name == "ShapeUnavailableForStep":
+        return ex.ShapeUnavailableForStep(tname, step, mode)
+    if name == "StepUnavailable":
+        return ex.StepUnavailable(step, mode)
+    if name == "StepNotYetAvailable":
+        return ex.StepNotYetAvailable(step, mode)
+    if name == "NoMoreData":
+        last = re.search(r"last step is (-?\d+)", message)
+        return ex.NoMoreData(step, mode, int(last.group(1)) if last else -1)
+    if name == "InvalidWorker":
+        return ex.InvalidWorker(worker)
+    if name == "MissingCollectionFiles":
+        return ex.MissingCollectionFiles()
+    return None

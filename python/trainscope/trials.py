@@ -149,7 +149,9 @@ class Trial:
         except core.UnavailableError as e:
             raise ex.TrialNotReady(path, timeout) from e
         except core.NotFoundError as e:
-            if os.path.exists(os.path.join(path, END_OF_JOB_FILE)):
+            if str(e.message).startswith("MissingCollectionFiles") or os.path.exists(
+                os.path.join(path, END_OF_JOB_FILE)
+            ):
                 raise ex.MissingCollectionFiles() from e
             raise
         except core.Error as e:
