@@ -65,8 +65,9 @@ struct LoggedEvent {
 
 // Reads the complete lines of the log at `path` from byte `*offset`, appends them to *out and
 // advances *offset past them; a last line without its newline (still being written) is left for
-// the next call. Lines of unknown kinds are returned with only `event` and `time_micros` set.
-// Corruption naming the byte offset for a line that is not JSON.
+// the next call. Reads at most 16 MiB per call (call again while *offset advances). Lines of
+// unknown kinds are returned with only `event` and `time_micros` set. NotFound when there is no
+// log yet; Corruption naming the byte offset for a line that is not a JSON event.
 Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
                   std::vector<LoggedEvent>* out);
 

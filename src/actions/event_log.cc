@@ -1,5 +1,6 @@
 #include "trainscope/event_log.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "actions/finding_json.h"
@@ -96,7 +97,12 @@ Status EventLog::LogAction(const ActionOutcome& o) {
 Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
                   std::vector<LoggedEvent>* out) {
   if (env == nullptr) env = Env::Default();
-  TS_ASSIGN_OR_RETURN(std::string data, env->ReadRange(path, *offset, SIZE_MAX));
+  TS_ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(path));
+  if (size <= *offset) return Status::OK();
+  // At most kMaxReadBytes per call; the caller calls again for the rest.
+  constexpr uint64_t kMaxReadBytes = 16 << 20;
+  TS_ASSIGN_OR_RETURN(std::string data,
+                      env->ReadRange(path, *offset, std::min(size - *offset, kMaxReadBytes)));
   size_t pos = 0;
   while (pos < data.size()) {
     size_t nl = data.find('\n', pos);

@@ -1,5 +1,6 @@
 // The HTTP side of PrometheusExporter (cpp-httplib, kept out of every header).
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,6 +36,12 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port) {
   auto server = std::make_unique<Server>();
   // Scrapes are rare and quick: two workers are plenty (the default is one per core, at least 8).
   server->http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // httplib's default sets SO_REUSEPORT, which lets a second exporter bind the same port and
+  // share its scrapes. SO_REUSEADDR alone: restarts bind at once, a busy port is an error.
+  server->http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server->http.Get(std::string(actions_format::kMetricsPath),
                    [this](const httplib::Request&, httplib::Response& res) {
                      {
