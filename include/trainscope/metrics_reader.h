@@ -136,9 +136,9 @@ struct StepTimeRange {
 };
 
 struct TimelineReaderOptions {
-  // Files are selected by their end time (the file name); an event in a file ending at T ended at
-  // or before T and after the previous file of its writer closed. Files ending up to this much
-  // after a query's end are read too (they may hold events that began inside it). smdebug: 3 min.
+  // Files are selected by their end time (the file name): those ending within this much of the
+  // query's range, before or after (an event that began inside the range may end in a later file;
+  // smdebug names some files by a time earlier than their events). smdebug uses 3 minutes.
   int64_t file_buffer_us = 3ll * 60 * 1000000;
 };
 

@@ -272,10 +272,14 @@ Result<std::vector<TimelineEvent>> TimelineReader::GetEvents(int64_t start_us, i
   if (!listed_) TS_RETURN_IF_ERROR(Refresh());
   std::vector<TimelineEvent> out;
   if (end_us <= start_us) return out;
-  const int64_t hi = end_us < kTimeMax - options_.file_buffer_us ? end_us + options_.file_buffer_us
-                                                                 : kTimeMax;
+  // A file holds events ending at or before its name's time, so files ending before start_us
+  // could be skipped; but smdebug names a file rotated for size by the time of the rotation check,
+  // which can be earlier than its events, hence the buffer on both sides (as smdebug's reader).
+  const int64_t buf = options_.file_buffer_us;
+  const int64_t lo = start_us > kTimeMin + buf ? start_us - buf : kTimeMin;
+  const int64_t hi = end_us < kTimeMax - buf ? end_us + buf : kTimeMax;
   for (const TimelineFile& f : files_) {
-    if (f.end_us < start_us || f.end_us > hi || !Matches(f, q)) continue;
+    if (f.end_us < lo || f.end_us > hi || !Matches(f, q)) continue;
     const std::vector<TimelineEvent>* events = Load(f);
     if (events == nullptr) continue;
     for (const TimelineEvent& e : *events) {
