@@ -37,8 +37,8 @@ class TensorVariance : public BuiltinRule {
     Verdict v;
     for (const auto& name : names) {
       // A single value has no variance worth checking (losses, scalars).
-      auto shape = data().trial().Shape(name, step);
-      if (shape.ok() && NumElements(*shape) < 2) continue;
+      auto stats = data().Stats(name, step);
+      if (stats.ok() && stats->count < 2) continue;
       auto var = data().ReductionValue(name, step, Reduction{ReductionOp::kVariance, false});
       if (!var.ok()) {
         if (IsNoData(var.status())) continue;
