@@ -95,6 +95,9 @@ class Hook {
   // include_collections, or a collection never configured). Step() calls it when needed.
   Status Prepare();
 
+  // Names of the collections saved (after Prepare()), in creation order.
+  std::vector<std::string> saved_collections() const;
+
   void SetMode(Mode m);
   Mode mode() const;
   int64_t step() const;       // global step; -1 before the first Step()
@@ -126,6 +129,15 @@ class Hook {
   // Plan(name) says.
   Status SaveCustomTensor(std::string_view name, const TensorView& v,
                           const std::vector<std::string>& collections);
+
+  // Writes the collections file (once a step was saved) and waits until every ended step is
+  // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().
+  Status Flush();
+
+  // Reports a failure met outside the hook (converting a framework tensor, a frontend's own
+  // callback) through the same channel as the hook's errors: printed once, then counted.
+  // Returns `s`.
+  Status ReportError(Status s, std::string_view tensor);
 
   // Ends the step, writes the collections file, drains the writer, writes the end marker (see
   // above). Idempotent. Returns the first error seen (also reported on stderr).

@@ -246,6 +246,10 @@ Status Hook::Prepare() {
   return Status::OK();
 }
 
+std::vector<std::string> Hook::saved_collections() const {
+  return impl_->planner.SavedCollectionNames();
+}
+
 void Hook::SetMode(Mode m) { impl_->mode = m; }
 Mode Hook::mode() const { return impl_->mode; }
 int64_t Hook::step() const { return impl_->step; }
@@ -338,6 +342,18 @@ Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
   }
   d.planner.Forget(name);
   return SaveTensor(name, v);
+}
+
+Status Hook::Flush() {
+  Impl& d = *impl_;
+  if (d.closed || !d.writes) return d.first_error;
+  if (d.saved_any_step || d.step_open) d.Report(d.ExportCollections(), "(collections)");
+  if (d.writer) d.Report(d.writer->Flush(), "(flush)");
+  return d.first_error;
+}
+
+Status Hook::ReportError(Status s, std::string_view tensor) {
+  return impl_->Report(std::move(s), tensor);
 }
 
 Status Hook::Close() {
