@@ -39,7 +39,7 @@ Status ReadVarints(WireReader& r, const char* at, std::string_view msg, int fiel
                    std::vector<T>* out) {
   return ReadRepeated(r, at, msg, field, wt, wire::kVarint, out,
                       [](WireReader& rr, std::vector<T>* o) {
-                        uint64_t v;
+                        uint64_t v = 0;
                         TS_RETURN_IF_ERROR(rr.ReadVarint(&v));
                         o->push_back(static_cast<T>(v));
                         return Status::OK();
@@ -50,7 +50,7 @@ Status ReadFloats(WireReader& r, const char* at, std::string_view msg, int field
                   std::vector<float>* out) {
   return ReadRepeated(r, at, msg, field, wt, wire::kFixed32, out,
                       [](WireReader& rr, std::vector<float>* o) {
-                        float v;
+                        float v = 0;
                         TS_RETURN_IF_ERROR(rr.ReadFloat(&v));
                         o->push_back(v);
                         return Status::OK();
@@ -61,7 +61,7 @@ Status ReadDoubles(WireReader& r, const char* at, std::string_view msg, int fiel
                    std::vector<double>* out) {
   return ReadRepeated(r, at, msg, field, wt, wire::kFixed64, out,
                       [](WireReader& rr, std::vector<double>* o) {
-                        double v;
+                        double v = 0;
                         TS_RETURN_IF_ERROR(rr.ReadDouble(&v));
                         o->push_back(v);
                         return Status::OK();
@@ -93,7 +93,7 @@ Status DecodeShape(WireReader r, std::vector<int64_t>* shape) {
         TS_RETURN_IF_ERROR(d.ReadTag(&dfield, &dwt));
         if (dfield == 1) {
           if (dwt != wire::kVarint) return d.WrongType(dat, "TensorShapeProto.Dim", dfield, dwt);
-          uint64_t v;
+          uint64_t v = 0;
           TS_RETURN_IF_ERROR(d.ReadVarint(&v));
           size = static_cast<int64_t>(v);
         } else {
@@ -116,7 +116,7 @@ Status DecodeTensor(WireReader r, TensorProtoView* t) {
     WireType wt;
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     std::string_view bytes;
-    uint64_t u;
+    uint64_t u = 0;
     switch (field) {
       case 1:
         TS_EXPECT_WT_(wire::kVarint);
@@ -289,7 +289,7 @@ Result<EventView> DecodeEvent(std::string_view payload, std::string_view context
     WireType wt;
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     std::string_view bytes;
-    uint64_t u;
+    uint64_t u = 0;
     switch (field) {
       case 1:
         TS_EXPECT_WT_(wire::kFixed64);

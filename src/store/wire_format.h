@@ -53,12 +53,12 @@ inline void PutFixed64(uint64_t v, std::string* out) {
 }
 
 inline uint64_t DoubleBits(double d) {
-  uint64_t u;
+  uint64_t u = 0;
   std::memcpy(&u, &d, 8);
   return u;
 }
 inline uint32_t FloatBits(float f) {
-  uint32_t u;
+  uint32_t u = 0;
   std::memcpy(&u, &f, 4);
   return u;
 }
@@ -112,7 +112,7 @@ class WireReader {
   // Reads a field key. REQUIRES: !done().
   Status ReadTag(int* field, WireType* wt) {
     const char* at = p_;
-    uint64_t key;
+    uint64_t key = 0;
     TS_RETURN_IF_ERROR(ReadVarint(&key));
     const uint64_t f = key >> 3;
     if (f == 0 || f > 0x1fffffff) return Error(at, "invalid field number " + std::to_string(f));
@@ -140,14 +140,14 @@ class WireReader {
   }
 
   Status ReadDouble(double* d) {
-    uint64_t u;
+    uint64_t u = 0;
     TS_RETURN_IF_ERROR(ReadFixed64(&u));
     std::memcpy(d, &u, 8);
     return Status::OK();
   }
 
   Status ReadFloat(float* f) {
-    uint32_t u;
+    uint32_t u = 0;
     TS_RETURN_IF_ERROR(ReadFixed32(&u));
     std::memcpy(f, &u, 4);
     return Status::OK();
@@ -156,7 +156,7 @@ class WireReader {
   // Reads a length-delimited field's bytes.
   Status ReadLen(std::string_view* out) {
     const char* at = p_;
-    uint64_t len;
+    uint64_t len = 0;
     TS_RETURN_IF_ERROR(ReadVarint(&len));
     if (len > static_cast<uint64_t>(end_ - p_)) {
       return Error(at, "length " + std::to_string(len) + " runs past the end of its message (" +
@@ -168,14 +168,14 @@ class WireReader {
   }
 
   Status Skip(int field, WireType wt) {
-    uint64_t u;
+    uint64_t u = 0;
     std::string_view sv;
     switch (wt) {
       case kVarint: return ReadVarint(&u);
       case kFixed64: return ReadFixed64(&u);
       case kLen: return ReadLen(&sv);
       case kFixed32: {
-        uint32_t v;
+        uint32_t v = 0;
         return ReadFixed32(&v);
       }
       default:
