@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -444,7 +445,9 @@ TEST_F(HookTest, StepScopeEndsTheStep) {
 }
 
 TEST_F(HookTest, CreateFromJsonFileReadsTheEnvironment) {
-  const std::string dir = ::testing::TempDir() + "hook_json_test";
+  char tmpl[] = "/tmp/hook_json_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
   Env* env = Env::Default();
   ASSERT_TRUE(env->CreateDirs(dir).ok());
   const std::string cfg = dir + "/hook.json";
