@@ -41,14 +41,14 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None, shape=F
     core_mod = trial._core_module
     core = trial._core
     mode = to_mode(mode)
-    other = generic(core_mod, err)
-    if other is not None:
-        return other
     named = from_prefix(err, tname, step, mode, worker)
     if named is not None:
         if shape and isinstance(named, ex.TensorUnavailableForStep):
             return ex.ShapeUnavailableForStep(tname, step, mode)
         return named
+    other = generic(core_mod, err)
+    if other is not None:
+        return other
     if not core.has_tensor(tname):
         return ex.TensorUnavailable(tname)
     state = StepState(core.has_passed_step(step, mode.value))

@@ -182,8 +182,16 @@ class Trial:
     # Refreshing.
 
     def refresh_data(self):
-        """Reads index files written since the last refresh."""
-        self._core.refresh()
+        """Reads index files written since the last refresh. A damaged index file raises
+        TrialCorruptionError once (naming it); the readable ones are loaded all the same."""
+        core = self._core_module
+        try:
+            self._core.refresh()
+        except core.Error as e:
+            other = _errors.generic(core, e)
+            if other is None:
+                raise
+            raise other from e
 
     def maybe_refresh(self, name=None):
         """Refreshes unless every step is loaded (or the last refresh is recent)."""
