@@ -105,8 +105,9 @@ class Trial {
   // Opens a trial. Unavailable if no collections file exists yet (the caller decides whether to
   // wait: see WaitForCollections); NotFound if `path` does not exist.
   static Result<std::unique_ptr<Trial>> Open(const std::string& path, TrialOptions options = {});
-  // Polls for the collections files (every `poll`) until they exist, the end marker appears
-  // without them (NotFound, "no debugging data was saved"), or `timeout` passes (Unavailable).
+  // Polls (every `poll`) for the folder and the collections files of every worker until they
+  // exist, the end marker appears without them (NotFound, "MissingCollectionFiles: no debugging
+  // data was saved ..."), or `timeout` passes (Unavailable), as smdebug's create_trial waits.
   static Result<std::unique_ptr<Trial>> OpenWhenReady(
       const std::string& path, TrialOptions options = {},
       std::chrono::milliseconds timeout = std::chrono::hours(24 * 365),

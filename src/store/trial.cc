@@ -89,8 +89,12 @@ Result<std::unique_ptr<Trial>> Trial::OpenWhenReady(const std::string& path,
                                                     std::chrono::milliseconds timeout,
                                                     std::chrono::milliseconds poll) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Env* env = options.env ? options.env : Env::Default();
   for (;;) {
-    auto t = Open(path, options);
+    // A folder that does not exist yet is waited for, like missing collections files.
+    auto t = env->FileExists(path) ? Open(path, options)
+                                   : Result<std::unique_ptr<Trial>>(Status::Unavailable(
+                                         "trial folder " + path + " does not exist yet"));
     if (t.ok() || t.status().code() != StatusCode::kUnavailable) return t;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {

@@ -110,7 +110,7 @@ TEST_F(TrialCorruptionTest, DamagedRecordHeader) {
   auto t = Open(/*verify=*/false);
   auto v = t->Value("x", 0).ok() ? t->Value("y", 0) : t->Value("x", 0);
   EXPECT_EQ(v.status().code(), StatusCode::kCorruption) << v.status().ToString();
-  EXPECT_TRUE(Mentions(v.status(), "byte 0")) << v.status().ToString();
+  EXPECT_TRUE(Mentions(v.status(), "byte offset 0 ")) << v.status().ToString();
 }
 
 TEST_F(TrialCorruptionTest, MissingEventFile) {
@@ -146,7 +146,7 @@ TEST_F(TrialCorruptionTest, IndexEntryPointingOutsideItsEventFile) {
   auto t = Open();
   auto far = t->Value("x", 5);
   EXPECT_EQ(far.status().code(), StatusCode::kCorruption) << far.status().ToString();
-  EXPECT_TRUE(Mentions(far.status(), "byte 123456789")) << far.status().ToString();
+  EXPECT_TRUE(Mentions(far.status(), "123456789")) << far.status().ToString();
   // The right offset with the wrong length, or another tensor's record.
   auto wrong = t->Value("y", 5);
   EXPECT_EQ(wrong.status().code(), StatusCode::kCorruption) << wrong.status().ToString();
