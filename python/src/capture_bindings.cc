@@ -69,23 +69,28 @@ TensorStats StatsFromValues(const std::vector<double>& v) {
 
 // ---- configs: Python values -> C++ --------------------------------------------------------
 
+// int(v) as Python computes it (accepts numpy integers and numeric strings).
+int64_t ToInt(py::handle v) {
+  return py::int_(py::reinterpret_borrow<py::object>(v)).cast<int64_t>();
+}
+
 std::optional<int64_t> OptionalInt(py::handle v) {
   if (v.is_none()) return std::nullopt;
-  return py::int_(py::reinterpret_borrow<py::object>(v)).cast<int64_t>();
+  return ToInt(v);
 }
 
 SaveConfigMode SaveModeFromDict(py::handle h) {
   py::dict d = py::reinterpret_borrow<py::dict>(h);
   SaveConfigMode m;
   if (d.contains("save_interval") && !d["save_interval"].is_none()) {
-    m.save_interval = py::int_(d["save_interval"]).cast<int64_t>();
+    m.save_interval = ToInt(d["save_interval"]);
   }
   if (d.contains("start_step") && !d["start_step"].is_none()) {
-    m.start_step = py::int_(d["start_step"]).cast<int64_t>();
+    m.start_step = ToInt(d["start_step"]);
   }
   if (d.contains("end_step")) m.end_step = OptionalInt(d["end_step"]);
   if (d.contains("save_steps") && !d["save_steps"].is_none()) {
-    for (py::handle s : d["save_steps"]) m.save_steps.push_back(py::int_(s).cast<int64_t>());
+    for (py::handle s : d["save_steps"]) m.save_steps.push_back(ToInt(s));
   }
   return m;
 }
