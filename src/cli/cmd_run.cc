@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -29,6 +32,7 @@
 #include "trainscope/stop_signal.h"
 #include "trainscope/system_sampler.h"
 #include "trainscope/trial_format.h"
+#include "trainscope/writer.h"
 
 namespace trainscope::cli {
 namespace {
@@ -310,8 +314,9 @@ int RunRun(RunOptions o) {
       child_end = Clock::now();
       // The training is over: make the end of the trial visible to the rules, even if the
       // training crashed before its hook could close.
-      if (env->IsDirectory(JoinPath(o.out, trial_format::kCollectionsDir)) &&
-          !env->FileExists(JoinPath(o.out, trial_format::kEndOfJobFile))) {
+      // Without any data (the hook never started), the marker tells the rules at once that
+      // none will come (smdebug's MissingCollectionFiles).
+      if (!env->FileExists(JoinPath(o.out, trial_format::kEndOfJobFile))) {
         (void)WriteEndOfJob(env, o.out);
       }
       if (sampler) sampler->Stop();
@@ -379,7 +384,9 @@ int RunRun(RunOptions o) {
     std::cout << j.dump(2) << "\n";
     return code;
   }
-  std::cout << "\ntrainscope: training " << (training_code == 0 ? "finished" : "exited with code " + std::to_string(training_code))
+  std::cout << "\ntrainscope: training "
+            << (stop ? std::string("stopped") : training_code == 0 ? std::string("finished")
+                                              : "exited with code " + std::to_string(training_code))
             << " after " << FormatDuration(elapsed) << "; trial " << o.out << "\n\n"
             << RenderStatusTable(statuses);
   for (const auto& r : statuses) {

@@ -31,6 +31,9 @@ class DeadRelu : public BuiltinRule {
     // GELU or tanh) and are skipped; tensors the user names are taken as they are.
     skip_negative_ = params().StringList("tensor_regex") == std::vector<std::string>{kDefaultRegex} &&
                      params().StringList("collection_names").empty();
+    // By default also the collection "relu_output", which the PyTorch hook fills with the
+    // outputs of ReLU modules by type, whatever their names ("1_output_0" in nn.Sequential).
+    if (skip_negative_) selection_.collections.push_back("relu_output");
     min_samples_ = static_cast<int64_t>(std::ceil(1.0 / std::max(inactivity_, 1e-6)));
   }
 

@@ -41,6 +41,11 @@ class PoorWeightInitialization : public BuiltinRule {
     patience_ = params().Int("patience");
     steps_ = params().Int("steps");
     activations_.regexes = {params().String("activation_inputs_regex")};
+    // By default also the collection "relu_input", which the PyTorch hook fills with the inputs
+    // of ReLU modules by type, whatever their names ("1_input_0" in nn.Sequential).
+    if (params().String("activation_inputs_regex") == kDefaultRegex) {
+      activations_.collections = {"relu_input"};
+    }
     gradients_.collections = {"gradients"};
     gradients_.regexes = {"^gradient"};
     losses_ = LossSelection();
