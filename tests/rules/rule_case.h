@@ -118,8 +118,11 @@ inline Generated Generate(const Json& spec, GenContext& c) {
   }
   const int64_t n = NumElements(g.shape);
   // "fixed" (or "frozen_from": k, from the k-th step of the group on): the same values at every
-  // step, drawn from a generator seeded by the spec itself.
-  std::mt19937_64 own(std::hash<std::string>{}(spec.dump()));
+  // step, drawn from a generator seeded by the spec itself, less the keys that only shift the
+  // values (so two trials whose specs differ only in add_per_step start from the same values).
+  Json seed_spec = spec;
+  seed_spec.erase("add_per_step");
+  std::mt19937_64 own(std::hash<std::string>{}(seed_spec.dump()));
   const bool fixed = spec.value("fixed", false) ||
                      (spec.contains("frozen_from") && c.k >= spec["frozen_from"].get<int64_t>());
   std::mt19937_64* rng = fixed ? &own : c.rng;
