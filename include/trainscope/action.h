@@ -30,8 +30,8 @@ struct ActionOutcome {
   std::string rule;    // the finding's rule
   int64_t step = -1;   // the finding's step
   ActionResult result = ActionResult::kDone;
-  int attempts = 0;        // tries made (0 when dropped or suppressed)
-  std::string detail;      // e.g. "HTTP 200", "connection refused", "queue full (64 pending)"
+  int attempts = 0;         // tries made (0 when dropped or suppressed)
+  std::string detail;       // e.g. "HTTP 200", "connection refused", "queue full (64 pending)"
   int64_t time_micros = 0;  // when the outcome was known
 };
 

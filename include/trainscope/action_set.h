@@ -39,7 +39,7 @@ namespace trainscope {
 
 // One parsed item of a spec.
 struct ActionSpec {
-  std::string kind;  // "stop", "webhook", "email"
+  std::string kind;                                          // "stop", "webhook", "email"
   std::vector<std::pair<std::string, std::string>> options;  // in order; keys may repeat
   std::string text;  // the item as written, for error messages
 };
@@ -52,10 +52,10 @@ std::string_view ActionSpecHelp();
 
 // What the set needs from its surroundings. Nothing here is owned; each must outlive the set.
 struct ActionContext {
-  Env* env = nullptr;                      // null: Env::Default()
-  std::string trial_dir;                   // where "stop" writes; named in notifications
-  EventLog* event_log = nullptr;           // may be null: findings and outcomes are logged here
-  PrometheusExporter* metrics = nullptr;   // may be null: findings and outcomes are counted here
+  Env* env = nullptr;                     // null: Env::Default()
+  std::string trial_dir;                  // where "stop" writes; named in notifications
+  EventLog* event_log = nullptr;          // may be null: findings and outcomes are logged here
+  PrometheusExporter* metrics = nullptr;  // may be null: findings and outcomes are counted here
 };
 
 // When an action fires.

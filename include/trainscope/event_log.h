@@ -57,7 +57,7 @@ class EventLog {
 
 // One parsed line of the event log.
 struct LoggedEvent {
-  std::string event;                    // "finding", "status", "action" (or a newer kind)
+  std::string event;  // "finding", "status", "action" (or a newer kind)
   int64_t time_micros = 0;
   std::optional<Finding> finding;       // for "finding" and "status"
   std::optional<ActionOutcome> action;  // for "action"

@@ -26,8 +26,8 @@ enum class RuleStatus : int {
 };
 
 inline constexpr RuleStatus kAllRuleStatuses[] = {RuleStatus::kInProgress, RuleStatus::kIssuesFound,
-                                                 RuleStatus::kNoIssuesFound, RuleStatus::kError,
-                                                 RuleStatus::kStopped};
+                                                  RuleStatus::kNoIssuesFound, RuleStatus::kError,
+                                                  RuleStatus::kStopped};
 
 // "InProgress", "IssuesFound", "NoIssuesFound", "Error", "Stopped".
 std::string_view RuleStatusName(RuleStatus status);
@@ -44,13 +44,13 @@ std::string_view FindingKindName(FindingKind kind);
 
 struct Finding {
   FindingKind kind = FindingKind::kFinding;
-  std::string rule;                                   // rule name, e.g. "VanishingGradient"
-  RuleStatus status = RuleStatus::kIssuesFound;       // the rule's status after this event
-  int64_t step = -1;                                  // -1: not tied to a step
-  std::optional<Mode> mode;                           // the step's mode, when known
-  std::string tensor;                                 // the tensor concerned; may be empty
-  std::optional<double> value;                        // the observed value (may be NaN or inf)
-  std::optional<double> threshold;                    // the limit it was compared with
+  std::string rule;                              // rule name, e.g. "VanishingGradient"
+  RuleStatus status = RuleStatus::kIssuesFound;  // the rule's status after this event
+  int64_t step = -1;                             // -1: not tied to a step
+  std::optional<Mode> mode;                      // the step's mode, when known
+  std::string tensor;                            // the tensor concerned; may be empty
+  std::optional<double> value;                   // the observed value (may be NaN or inf)
+  std::optional<double> threshold;               // the limit it was compared with
   std::string explanation;     // one line: what was seen, e.g. "gradient norm 1e-9 < 1e-7"
   std::string recommendation;  // one concrete thing to try
   int64_t time_micros = 0;     // wall clock, microseconds since the Unix epoch; 0: unset

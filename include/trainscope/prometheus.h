@@ -84,15 +84,15 @@ class PrometheusExporter {
   const std::string trial_;
   const double start_time_;
   mutable std::mutex mu_;
-  std::map<std::string, RuleState, std::less<>> rules_;            // guarded by mu_
-  std::map<std::string, int64_t, std::less<>> steps_;              // by mode name; guarded by mu_
-  std::optional<double> loss_;                                     // guarded by mu_
-  int64_t loss_step_ = -1;                                         // guarded by mu_
+  std::map<std::string, RuleState, std::less<>> rules_;              // guarded by mu_
+  std::map<std::string, int64_t, std::less<>> steps_;                // by mode name; guarded by mu_
+  std::optional<double> loss_;                                       // guarded by mu_
+  int64_t loss_step_ = -1;                                           // guarded by mu_
   std::map<std::pair<std::string, std::string>, uint64_t> actions_;  // guarded by mu_
-  bool stop_requested_ = false;                                    // guarded by mu_
-  std::map<std::string, Gauge, std::less<>> gauges_;               // guarded by mu_
-  uint64_t scrapes_ = 0;                                           // guarded by mu_
-  std::unique_ptr<Server> server_;                                 // guarded by server_mu_
+  bool stop_requested_ = false;                                      // guarded by mu_
+  std::map<std::string, Gauge, std::less<>> gauges_;                 // guarded by mu_
+  uint64_t scrapes_ = 0;                                             // guarded by mu_
+  std::unique_ptr<Server> server_;                                   // guarded by server_mu_
   mutable std::mutex server_mu_;
 };
 

@@ -69,8 +69,7 @@ ActionSet::ActionSet(ActionContext context) : context_(std::move(context)) {
 
 ActionSet::~ActionSet() { Close(std::chrono::milliseconds(0)); }
 
-Result<std::unique_ptr<ActionSet>> ActionSet::Create(std::string_view spec,
-                                                     ActionContext context) {
+Result<std::unique_ptr<ActionSet>> ActionSet::Create(std::string_view spec, ActionContext context) {
   TS_ASSIGN_OR_RETURN(std::vector<ActionSpec> specs, ParseActionSpecs(spec));
   return FromSpecs(specs, std::move(context));
 }
@@ -271,7 +270,8 @@ void ActionSet::Close(std::chrono::milliseconds timeout) {
 
 std::vector<std::string> ActionSet::Describe() const {
   std::vector<std::string> out;
-  for (const Entry& e : entries_) out.push_back(std::string(e.action->kind()) + " " + e.action->target());
+  for (const Entry& e : entries_)
+    out.push_back(std::string(e.action->kind()) + " " + e.action->target());
   return out;
 }
 

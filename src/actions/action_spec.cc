@@ -24,11 +24,11 @@ constexpr std::string_view kHelp =
     "or a list of these";
 
 constexpr std::string_view kCommonKeys[] = {"on", "min_interval_s"};
-constexpr std::string_view kWebhookKeys[] = {"url",     "timeout_ms", "connect_timeout_ms",
-                                             "retries", "backoff_ms", "queue", "header"};
-constexpr std::string_view kEmailKeys[] = {"to",          "smtp",       "from",    "user",
-                                           "password_env", "starttls",  "subject_prefix",
-                                           "timeout_ms",  "retries",    "backoff_ms", "queue"};
+constexpr std::string_view kWebhookKeys[] = {
+    "url", "timeout_ms", "connect_timeout_ms", "retries", "backoff_ms", "queue", "header"};
+constexpr std::string_view kEmailKeys[] = {
+    "to",         "smtp",    "from",       "user", "password_env", "starttls", "subject_prefix",
+    "timeout_ms", "retries", "backoff_ms", "queue"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -49,8 +49,8 @@ std::string_view Trim(std::string_view s) {
 }
 
 Status Bad(size_t index, std::string_view item, const std::string& why) {
-  return Status::InvalidArgument("action " + std::to_string(index + 1) + " \"" +
-                                 std::string(item) + "\": " + why + "\n" + std::string(kHelp));
+  return Status::InvalidArgument("action " + std::to_string(index + 1) + " \"" + std::string(item) +
+                                 "\": " + why + "\n" + std::string(kHelp));
 }
 
 Status SmsRefused(size_t index, std::string_view item) {
@@ -94,8 +94,8 @@ Status CheckKeys(size_t index, const ActionSpec& spec) {
   for (const auto& [key, value] : spec.options) {
     if (!KeyAllowed(spec.kind, key)) {
       return Bad(index, spec.text,
-                 "unknown option \"" + key + "\" for " + spec.kind + " (valid: " +
-                     AllowedKeys(spec.kind) + ")");
+                 "unknown option \"" + key + "\" for " + spec.kind +
+                     " (valid: " + AllowedKeys(spec.kind) + ")");
     }
   }
   return Status::OK();

@@ -10,8 +10,8 @@ int64_t WallMicros() {
       .count();
 }
 
-AsyncSender::AsyncSender(std::string kind, std::string target, size_t capacity,
-                         RetryPolicy policy, SendFn send, OutcomeCallback on_outcome)
+AsyncSender::AsyncSender(std::string kind, std::string target, size_t capacity, RetryPolicy policy,
+                         SendFn send, OutcomeCallback on_outcome)
     : kind_(std::move(kind)),
       target_(std::move(target)),
       capacity_(std::max<size_t>(capacity, 1)),
@@ -67,8 +67,8 @@ Status AsyncSender::Enqueue(const Finding& finding, std::string payload) {
   }
   Report(job, ActionResult::kDropped, 0, why);
   return Status::Unavailable(kind_ + " " + target_ + ": " + why + "; notification for rule " +
-                             finding.rule + " step " + std::to_string(finding.step) +
-                             " dropped (" + std::to_string(dropped_.load()) + " dropped so far)");
+                             finding.rule + " step " + std::to_string(finding.step) + " dropped (" +
+                             std::to_string(dropped_.load()) + " dropped so far)");
 }
 
 bool AsyncSender::Flush(std::chrono::milliseconds timeout) {
@@ -135,8 +135,8 @@ void AsyncSender::Run() {
                                        : " (not retried)"));
         break;
       }
-      std::chrono::milliseconds wait = std::min(std::max(backoff, r.retry_after),
-                                                policy_.max_backoff);
+      std::chrono::milliseconds wait =
+          std::min(std::max(backoff, r.retry_after), policy_.max_backoff);
       if (!Backoff(wait)) {
         Report(job, ActionResult::kFailed, attempt, r.detail + " (cancelled at close)");
         break;

@@ -218,7 +218,8 @@ struct EmailNotifier::Impl {
                      static_cast<long>(options.connect_timeout.count()));
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    if (options.require_starttls) curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
+    if (options.require_starttls)
+      curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
     if (!options.username.empty()) {
       curl_easy_setopt(c, CURLOPT_USERNAME, options.username.c_str());
       curl_easy_setopt(c, CURLOPT_PASSWORD, options.password.c_str());

@@ -113,9 +113,9 @@ Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
     if (line.empty()) continue;
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("event") || !j["event"].is_string()) {
-      return Status::Corruption("event log " + path + " at byte " + std::to_string(line_offset) +
-                                ": not a JSON object with an \"event\" key: " +
-                                std::string(line.substr(0, 120)));
+      return Status::Corruption(
+          "event log " + path + " at byte " + std::to_string(line_offset) +
+          ": not a JSON object with an \"event\" key: " + std::string(line.substr(0, 120)));
     }
     LoggedEvent ev;
     ev.event = j["event"].get<std::string>();
@@ -132,21 +132,21 @@ Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
     } else if (ev.event == fmt::kEventAction) {
       ActionOutcome o;
       try {
-      o.action = j.value("action", "");
-      o.target = j.value("target", "");
-      o.rule = j.value("rule", "");
-      o.step = j.value("step", int64_t{-1});
-      auto result = ActionResultFromName(j.value("result", ""));
-      if (!result) {
-        return Status::Corruption("event log " + path + " at byte " +
-                                  std::to_string(line_offset) + ": unknown action result");
-      }
-      o.result = *result;
-      o.attempts = j.value("attempts", 0);
-      o.detail = j.value("detail", "");
+        o.action = j.value("action", "");
+        o.target = j.value("target", "");
+        o.rule = j.value("rule", "");
+        o.step = j.value("step", int64_t{-1});
+        auto result = ActionResultFromName(j.value("result", ""));
+        if (!result) {
+          return Status::Corruption("event log " + path + " at byte " +
+                                    std::to_string(line_offset) + ": unknown action result");
+        }
+        o.result = *result;
+        o.attempts = j.value("attempts", 0);
+        o.detail = j.value("detail", "");
       } catch (const json::exception& e) {
-        return Status::Corruption("event log " + path + " at byte " +
-                                  std::to_string(line_offset) + ": " + e.what());
+        return Status::Corruption("event log " + path + " at byte " + std::to_string(line_offset) +
+                                  ": " + e.what());
       }
       o.time_micros = ev.time_micros;
       ev.action = std::move(o);

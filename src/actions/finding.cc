@@ -86,8 +86,7 @@ std::string FindingToJson(const Finding& finding) {
 Result<Finding> FindingFromJson(std::string_view json) {
   nlohmann::json object = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) {
-    return Status::InvalidArgument("finding: not valid JSON: " +
-                                   std::string(json.substr(0, 200)));
+    return Status::InvalidArgument("finding: not valid JSON: " + std::string(json.substr(0, 200)));
   }
   return actions_internal::FindingFromJsonObject(object);
 }
@@ -129,7 +128,8 @@ std::optional<double> DoubleFromJson(const nlohmann::json& v) {
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
     if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity" || s == "+Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "Infinity" || s == "+Infinity" || s == "inf")
+      return std::numeric_limits<double>::infinity();
     if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
   }
   return std::nullopt;
@@ -171,9 +171,9 @@ nlohmann::json FindingToJsonObject(const Finding& f) {
 namespace {
 
 Status WrongType(std::string_view key, std::string_view want, const nlohmann::json& got) {
-  return Status::InvalidArgument("finding: key \"" + std::string(key) + "\" must be " +
-                                 std::string(want) + ", got " +
-                                 got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return Status::InvalidArgument(
+      "finding: key \"" + std::string(key) + "\" must be " + std::string(want) + ", got " +
+      got.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 Status GetString(const nlohmann::json& j, std::string_view key, std::string* out) {
@@ -214,7 +214,8 @@ Result<Finding> FindingFromJsonObject(const nlohmann::json& j) {
   if (!parsed_status) {
     return Status::InvalidArgument(
         "finding: key \"status\" must be one of InProgress, IssuesFound, NoIssuesFound, Error, "
-        "Stopped; got \"" + status + "\"");
+        "Stopped; got \"" +
+        status + "\"");
   }
   f.status = *parsed_status;
   if (auto it = j.find("step"); it != j.end() && !it->is_null()) {

@@ -21,8 +21,7 @@ struct PrometheusExporter::Server {
 // Here, where Server is complete (unique_ptr<Server> needs it).
 PrometheusExporter::PrometheusExporter(std::string trial)
     : trial_(std::move(trial)),
-      start_time_(std::chrono::duration<double>(
-                      std::chrono::system_clock::now().time_since_epoch())
+      start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                       .count()) {}
 
 PrometheusExporter::~PrometheusExporter() { StopServing(); }

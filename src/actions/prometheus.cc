@@ -13,14 +13,21 @@ constexpr std::string_view kVersion = "0.1.0";
 constexpr std::string_view kPrefix = "trainscope_";
 
 // Built-in families, so SetGauge cannot shadow them.
-constexpr std::string_view kBuiltIn[] = {
-    "rule_status",  "rule_findings_total", "rule_last_finding_step",
-    "rule_last_finding_timestamp_seconds", "step", "loss", "loss_step", "actions_total",
-    "stop_requested", "scrapes_total", "info", "start_time_seconds"};
+constexpr std::string_view kBuiltIn[] = {"rule_status",
+                                         "rule_findings_total",
+                                         "rule_last_finding_step",
+                                         "rule_last_finding_timestamp_seconds",
+                                         "step",
+                                         "loss",
+                                         "loss_step",
+                                         "actions_total",
+                                         "stop_requested",
+                                         "scrapes_total",
+                                         "info",
+                                         "start_time_seconds"};
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string Name(std::string_view suffix) { return std::string(kPrefix) + std::string(suffix); }
@@ -43,8 +50,8 @@ void PrometheusExporter::RecordFinding(const Finding& f) {
   if (f.kind == FindingKind::kFinding) {
     ++r.findings;
     r.last_finding_step = f.step;
-    r.last_finding_time = f.time_micros != 0 ? static_cast<double>(f.time_micros) / 1e6
-                                             : NowSeconds();
+    r.last_finding_time =
+        f.time_micros != 0 ? static_cast<double>(f.time_micros) / 1e6 : NowSeconds();
   }
   if (f.step >= 0) {
     std::string mode = f.mode ? std::string(ModeName(*f.mode)) : "";

@@ -62,8 +62,7 @@ std::string FormatSampleValue(double v) {
   return std::string(buf, end);
 }
 
-void ExpositionWriter::Family(std::string_view name, std::string_view help,
-                              std::string_view type) {
+void ExpositionWriter::Family(std::string_view name, std::string_view help, std::string_view type) {
   out_ += "# HELP ";
   out_ += name;
   out_ += ' ';

@@ -24,8 +24,8 @@ std::string SmdebugPath(const std::string& trial_dir) {
 }
 
 std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' ||
-                        s.front() == '\r'))
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' || s.front() == '\r'))
     s.remove_prefix(1);
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
@@ -118,9 +118,11 @@ bool StopSignal::Check() const {
 bool StopSignal::Check(const std::string& trial_dir) { return StopSignal(trial_dir).Check(); }
 
 Result<StopRequest> StopSignal::Read() const {
-  Result<std::string> text = env_->ReadFile(path_);
-  if (text.ok()) {
-    Result<StopRequest> r = StopRequestFromJson(*text);
+  // MapFile opens the file once and sizes it from that descriptor, so a stop file replaced by a
+  // rename meanwhile is read whole, old or new (Env::ReadFile may size one file and read another).
+  Result<std::shared_ptr<const FileRegion>> region = env_->MapFile(path_);
+  if (region.ok()) {
+    Result<StopRequest> r = StopRequestFromJson((*region)->view());
     if (r.ok()) return r;
     StopRequest unknown;
     unknown.source = "unknown";
@@ -129,11 +131,11 @@ Result<StopRequest> StopSignal::Read() const {
     return unknown;
   }
   if (!smdebug_path_.empty()) {
-    Result<std::string> smd = env_->ReadFile(smdebug_path_);
+    Result<std::shared_ptr<const FileRegion>> smd = env_->MapFile(smdebug_path_);
     if (smd.ok()) {
       StopRequest r;
       r.source = "smdebug";
-      std::string body = Trim(*smd);
+      std::string body = Trim((*smd)->view());
       char* end = nullptr;
       long long secs = std::strtoll(body.c_str(), &end, 10);
       if (!body.empty() && end != nullptr && *end == '\0') {
@@ -156,12 +158,12 @@ Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopReque
   if (env == nullptr) env = Env::Default();
   const std::string path = PathFor(trial_dir);
   if (env->FileExists(path)) return Status::OK();  // the first reason wins
-  TS_RETURN_IF_ERROR(env->CreateDirs(std::string(Dirname(path))).WithContext(
-      "stop signal: cannot create the rule-output folder"));
+  TS_RETURN_IF_ERROR(env->CreateDirs(std::string(Dirname(path)))
+                         .WithContext("stop signal: cannot create the rule-output folder"));
   // A temporary name unique to this process and call, so concurrent raisers never share one.
   static std::atomic<uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   std::string data = StopRequestToJson(request);
   data.push_back('\n');
   {
@@ -215,7 +217,7 @@ class StopTrainingAction final : public Action {
       o.step = finding.step;
       o.attempts = 1;
       o.result = s.ok() ? ActionResult::kDone : ActionResult::kFailed;
-      o.detail = !s.ok() ? s.ToString()
+      o.detail = !s.ok()   ? s.ToString()
                  : already ? "stop already requested; first reason kept"
                            : "stop requested";
       o.time_micros = static_cast<int64_t>(env_->NowMicros());

@@ -54,7 +54,8 @@ struct WebhookNotifier::Impl {
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
     curl_easy_setopt(c, CURLOPT_USERAGENT, "trainscope/0.1");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options.connect_timeout.count()));
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &KeepBody);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
@@ -62,8 +63,10 @@ struct WebhookNotifier::Impl {
     actions_internal::SetCancelFlag(c, &cancel);
     CURLcode rc = curl_easy_perform(c);
     if (rc != CURLE_OK) {
-      return {false, actions_internal::IsTransientCurlError(rc),
-              actions_internal::CurlErrorDetail(rc, errbuf), {}};
+      return {false,
+              actions_internal::IsTransientCurlError(rc),
+              actions_internal::CurlErrorDetail(rc, errbuf),
+              {}};
     }
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -83,8 +86,7 @@ Result<std::unique_ptr<WebhookNotifier>> WebhookNotifier::Create(WebhookOptions 
                                                                  OutcomeCallback on_outcome) {
   const std::string& url = options.url;
   if (!(StartsWith(url, "http://") || StartsWith(url, "https://")) ||
-      url.find_first_of(" \r\n\t") != std::string::npos ||
-      url.size() <= url.find("://") + 3) {
+      url.find_first_of(" \r\n\t") != std::string::npos || url.size() <= url.find("://") + 3) {
     return Status::InvalidArgument("webhook: url \"" + actions_internal::RedactUrl(url) +
                                    "\" is not http://HOST[:PORT]/PATH or https://...");
   }

@@ -78,8 +78,8 @@ TEST(ActionSpecTest, ParsesSmdebugActionJson) {
 }
 
 TEST(ActionSpecTest, SmsIsRefusedWithAnExplanation) {
-  for (const char* spec : {R"({"name": "sms", "endpoint": "+15555550100"})", "sms:to=+1555",
-                           "stop;SMS"}) {
+  for (const char* spec :
+       {R"({"name": "sms", "endpoint": "+15555550100"})", "sms:to=+1555", "stop;SMS"}) {
     auto r = ParseActionSpecs(spec);
     ASSERT_FALSE(r.ok()) << spec;
     EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
@@ -94,7 +94,8 @@ TEST(ActionSpecTest, ErrorsNameThePartAndListTheValidForms) {
     const char* names;  // the error must contain this
   };
   for (const Case& c : std::vector<Case>{
-           {"stop;webhok:url=http://x/", "action 2 \"webhok:url=http://x/\": unknown action \"webhok\""},
+           {"stop;webhok:url=http://x/",
+            "action 2 \"webhok:url=http://x/\": unknown action \"webhok\""},
            {"webhook:url", "option \"url\" is not KEY=VALUE"},
            {"webhook:uri=http://x/", "unknown option \"uri\" for webhook"},
            {"stop:url=http://x/", "unknown option \"url\" for stop"},
@@ -108,8 +109,8 @@ TEST(ActionSpecTest, ErrorsNameThePartAndListTheValidForms) {
     auto r = ParseActionSpecs(c.spec);
     ASSERT_FALSE(r.ok()) << c.spec;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.spec;
-    EXPECT_NE(r.status().message().find(c.names), std::string::npos)
-        << c.spec << "\n" << r.status().message();
+    EXPECT_NE(r.status().message().find(c.names), std::string::npos) << c.spec << "\n"
+                                                                     << r.status().message();
     EXPECT_NE(r.status().message().find("webhook:url=http(s)://HOST"), std::string::npos)
         << "lists the valid forms: " << r.status().message();
   }
@@ -139,8 +140,8 @@ TEST(ActionSetTest, BadValuesAreReportedWhenBuilding) {
        }) {
     auto set = ActionSet::Create(c.spec, ctx);
     ASSERT_FALSE(set.ok()) << c.spec;
-    EXPECT_NE(set.status().message().find(c.names), std::string::npos)
-        << c.spec << "\n" << set.status().message();
+    EXPECT_NE(set.status().message().find(c.names), std::string::npos) << c.spec << "\n"
+                                                                       << set.status().message();
   }
   ActionContext no_trial;
   auto set = ActionSet::Create("stop", no_trial);
@@ -219,8 +220,8 @@ TEST(ActionSetTest, MinIntervalSuppressesRepeatsPerRuleAndOnAllSendsStatusChange
   ActionContext ctx;
   ctx.trial_dir = trial.path();
   ctx.event_log = log->get();
-  auto set = ActionSet::Create("webhook:url=" + hook.url("/h") + ",min_interval_s=3600,on=all",
-                               ctx);
+  auto set =
+      ActionSet::Create("webhook:url=" + hook.url("/h") + ",min_interval_s=3600,on=all", ctx);
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("A", 1)).ok());
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("A", 2)).ok());  // within the hour: suppressed

@@ -196,8 +196,7 @@ TEST(EmailTest, RejectsBadOptions) {
   o.to = {};
   EXPECT_NE(EmailNotifier::Create(o).status().message().find("recipient"), std::string::npos);
   o.to = {"not-an-address"};
-  EXPECT_NE(EmailNotifier::Create(o).status().message().find("not-an-address"),
-            std::string::npos);
+  EXPECT_NE(EmailNotifier::Create(o).status().message().find("not-an-address"), std::string::npos);
   o.to = {"a@b.c\r\nBcc: evil@x.y"};
   EXPECT_FALSE(EmailNotifier::Create(o).ok()) << "no header injection through an address";
   o = Options(25);

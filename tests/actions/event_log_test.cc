@@ -39,8 +39,9 @@ TEST(EventLogTest, WritesOneJsonLinePerEventAndReadsThemBack) {
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   EXPECT_EQ((*log)->path(), trial.path() + "/rule-output/events.log.jsonl");
   ASSERT_TRUE((*log)->LogFinding(MakeFinding("LossNotDecreasing", 10)).ok());
-  ASSERT_TRUE(
-      (*log)->LogFinding(Finding::StatusChange("LossNotDecreasing", RuleStatus::kIssuesFound)).ok());
+  ASSERT_TRUE((*log)
+                  ->LogFinding(Finding::StatusChange("LossNotDecreasing", RuleStatus::kIssuesFound))
+                  .ok());
   ActionOutcome o;
   o.action = "webhook";
   o.target = "http://127.0.0.1:9/h";

@@ -85,8 +85,8 @@ TEST(FindingTest, StatusChangeOmitsAbsentFields) {
   auto j = nlohmann::json::parse(FindingToJson(f));
   EXPECT_EQ(j["kind"], "status");
   EXPECT_EQ(j["status"], "NoIssuesFound");
-  for (const char* key : {"step", "mode", "tensor", "value", "threshold", "recommendation",
-                          "time_us"}) {
+  for (const char* key :
+       {"step", "mode", "tensor", "value", "threshold", "recommendation", "time_us"}) {
     EXPECT_FALSE(j.contains(key)) << key;
   }
   auto back = FindingFromJson(FindingToJson(f));

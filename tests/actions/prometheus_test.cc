@@ -162,7 +162,8 @@ TEST(PrometheusTest, RenderIsWellFormed) {
                       "trainscope_rule_findings_total{rule=\"R\"} 1\n"),
             std::string::npos)
       << text;
-  EXPECT_EQ(text.find("\ntrainscope_loss "), std::string::npos) << "no loss sample before one is seen";
+  EXPECT_EQ(text.find("\ntrainscope_loss "), std::string::npos)
+      << "no loss sample before one is seen";
 }
 
 TEST(PrometheusTest, SetGaugeRejectsBadOrBuiltInNames) {
@@ -181,8 +182,7 @@ TEST(PrometheusTest, ServeReportsABusyPort) {
   auto clash = second.Serve("127.0.0.1", *port);
   ASSERT_FALSE(clash.ok());
   EXPECT_EQ(clash.status().code(), StatusCode::kIOError);
-  EXPECT_NE(clash.status().message().find("127.0.0.1:" + std::to_string(*port)),
-            std::string::npos);
+  EXPECT_NE(clash.status().message().find("127.0.0.1:" + std::to_string(*port)), std::string::npos);
   EXPECT_FALSE(first.Serve().ok()) << "already serving";
 }
 

@@ -48,11 +48,12 @@ inline std::string TestPython() {
   return "python3";
 }
 
-// tests/actions/test_servers.py, found beside the test data folder.
+// tests/actions/test_servers.py, beside this header (CMake compiles with absolute paths).
 inline std::string TestServersScript() {
-  const char* data = std::getenv("TRAINSCOPE_TEST_DATA");
-  std::string base = data != nullptr ? std::string(data) + "/.." : std::string("tests");
-  return base + "/actions/test_servers.py";
+  std::string here = __FILE__;
+  size_t slash = here.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) +
+         "/test_servers.py";
 }
 
 // A child process whose stdout is read line by line. Killed (SIGKILL) and reaped on destruction.
