@@ -104,6 +104,7 @@ struct TimelineEvent {
   std::string name;
   std::string phase;  // process_name of the event's pid ("Step:ModeKeys.TRAIN"), "Unknown" if none
   char ph = 'X';      // 'X' (B/E pairs are joined into X) or 'i'
+  char scope = 't';   // of an instant: 'g', 'p' or 't'
   int64_t start_us = 0;  // epoch
   int64_t dur_us = 0;
   int64_t end_us() const { return start_us + dur_us; }
@@ -113,6 +114,7 @@ struct TimelineEvent {
   std::string file_suffix;  // "pythontimeline.json", ...
   // args as key -> value text (strings unquoted, numbers and bools as JSON, objects as JSON).
   std::vector<std::pair<std::string, std::string>> args;
+  std::string args_json;  // the args object as JSON text ("" when none), types preserved
   std::optional<int64_t> step;  // args.step_num, as smdebug writes it ("3") or as a number
   const std::string* Arg(std::string_view key) const;
 };

@@ -36,13 +36,16 @@ inline void String(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
-// Appends the shortest decimal that round-trips; non-finite values become 0 (JSON has no NaN;
-// callers skip non-finite values before getting here).
+// Appends the shortest decimal that round-trips, always with a '.' or an exponent so readers see
+// a float (30.0, as Python's json.dumps writes it, not 30); non-finite values become 0.0 (JSON has
+// no NaN; callers skip non-finite values before getting here).
 inline void Double(std::string* out, double v) {
   if (!std::isfinite(v)) v = 0;
   char buf[32];
   auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, p);
+  std::string_view s(buf, static_cast<size_t>(p - buf));
+  out->append(s);
+  if (s.find_first_of(".e") == std::string_view::npos) out->append(".0");
 }
 
 inline void Int(std::string* out, int64_t v) {

@@ -14,6 +14,9 @@ using nlohmann::json;
 
 namespace {
 
+// JSON text of v; never throws (invalid UTF-8 is replaced).
+std::string Dump(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // "Rotate_Max_FileSize" -> "rotatemaxfilesize".
 std::string NormKey(std::string_view k) {
   std::string out;
@@ -108,7 +111,7 @@ void ParseRange(const json& params, std::string_view key, std::string_view label
     if (f == nullptr || f->is_null()) return true;
     auto n = AsNumber(*f);
     if (!n || (integer && *n != std::floor(*n))) {
-      disable(std::string(k) + "=" + f->dump() + " is not " + (integer ? "an integer" : "a number"));
+      disable(std::string(k) + "=" + Dump(*f) + " is not " + (integer ? "an integer" : "a number"));
       return false;
     }
     *out = static_cast<std::remove_reference_t<decltype(**out)>>(*n);
@@ -190,7 +193,7 @@ Result<ProfilerConfig> ParseProfilerConfig(std::string_view text, std::string_vi
     if (v == nullptr) return;
     auto n = AsNumber(*v);
     if (!n || *n < min) {
-      c.warnings.push_back(std::string(source) + ": " + std::string(key) + "=" + v->dump() +
+      c.warnings.push_back(std::string(source) + ": " + std::string(key) + "=" + Dump(*v) +
                            " is not a number >= " + std::to_string(static_cast<int64_t>(min)) +
                            "; using the default " + std::to_string(*out));
       return;
@@ -209,7 +212,7 @@ Result<ProfilerConfig> ParseProfilerConfig(std::string_view text, std::string_vi
       if (!n || *n != std::floor(*n) || *n < pf::kMinSystemIntervalMillis ||
           *n > pf::kMaxSystemIntervalMillis) {
         return Status::InvalidArgument(
-            std::string(source) + ": " + std::string(key) + "=" + v->dump() +
+            std::string(source) + ": " + std::string(key) + "=" + Dump(*v) +
             " is out of range: system_monitor_interval_millis allowed " +
             std::to_string(pf::kMinSystemIntervalMillis) + " to " +
             std::to_string(pf::kMaxSystemIntervalMillis) + " ms");

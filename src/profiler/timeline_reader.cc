@@ -14,6 +14,9 @@ using nlohmann::json;
 
 namespace {
 
+// JSON text of v; never throws (invalid UTF-8 is replaced).
+std::string Dump(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // Integer microseconds of a JSON number (Chrome allows fractions), or nullopt.
 std::optional<int64_t> Micros(const json& obj, const char* key) {
   auto it = obj.find(key);
@@ -85,6 +88,10 @@ class FileParser {
     if (ph == 'X' || ph == 'i' || ph == 'I') {
       TimelineEvent ev = Make(e, ph == 'X' ? 'X' : 'i', pid, tid, *ts, args);
       if (ph == 'X') ev.dur_us = std::max<int64_t>(0, Micros(e, "dur").value_or(0));
+      if (auto s = e.find("s"); ph != 'X' && s != e.end() && s->is_string() &&
+                                (*s == "g" || *s == "p" || *s == "t")) {
+        ev.scope = s->get_ref<const std::string&>()[0];
+      }
       events_.push_back(std::move(ev));
     } else if (ph == 'B') {
       stacks_[{pid, tid}].push_back(e);
@@ -129,8 +136,9 @@ class FileParser {
     ev.node_id = std::string(node_id_);
     ev.file_suffix = std::string(suffix_);
     if (args) {
+      if (!args->empty()) ev.args_json = Dump(*args);
       for (auto it = args->begin(); it != args->end(); ++it) {
-        ev.args.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+        ev.args.emplace_back(it.key(), it->is_string() ? it->get<std::string>() : Dump(*it));
         if (it.key() == pf::kStepArg) ev.step = ParseStep(*it);
       }
     }
