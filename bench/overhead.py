@@ -112,12 +112,12 @@ def run_one(args):
         hook.register_loss(criterion)
         hook.set_mode(smd.modes.TRAIN)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times = []
+    times, cpu = [], []
     start = time.perf_counter()
     for i in range(args.warmup + args.steps):
         x, y = data[i % len(data)]
         sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad()
         loss = criterion(model(x), y)
         loss.backward()
@@ -125,6 +125,7 @@ def run_one(args):
         sync()
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         if i == args.warmup - 1:
             start = time.perf_counter()
     t_close = time.perf_counter()
@@ -134,6 +135,7 @@ def run_one(args):
     shutil.rmtree(os.path.dirname(out_dir), ignore_errors=True)
     nparams = sum(p.numel() for p in model.parameters())
     print(json.dumps({"median_s": statistics.median(times), "times": times,
+                      "cpu_median_s": statistics.median(cpu),
                       "close_s": end - t_close, "total_per_step_s": (end - start) / args.steps,
                       "params": nparams, "param_bytes": nparams * 4}))
 
@@ -217,6 +219,7 @@ def main():
 
     med = {k: statistics.median(x["median_s"] for x in v) for k, v in results.items()}
     total = {k: statistics.median(x["total_per_step_s"] for x in v) for k, v in results.items()}
+    cpu = {k: statistics.median(x["cpu_median_s"] for x in v) for k, v in results.items()}
     base = med[("none", "none")]
     raw_bytes = 2 * info["param_bytes"]  # parameters and gradients, every step
     copy_s = memcpy_seconds(raw_bytes)
@@ -225,6 +228,7 @@ def main():
                   "threads": args.threads},
         "steps": args.steps, "rounds": args.rounds,
         "no_hook_ms": base * 1e3,
+        "no_hook_cpu_ms": cpu[("none", "none")] * 1e3,
         "raw_bytes_per_step": raw_bytes,
         "memcpy_ms_raw_bytes": copy_s * 1e3,
         "goals": GOALS,
@@ -235,6 +239,7 @@ def main():
         for c in configs:
             ratio = med[(lib, c)] / base
             entry = {"median_ms": med[(lib, c)] * 1e3, "ratio": ratio,
+                     "cpu_ms": cpu[(lib, c)] * 1e3, "cpu_ratio": cpu[(lib, c)] / cpu[("none", "none")],
                      "with_close_ms": total[(lib, c)] * 1e3,
                      "rounds_ms": [x["median_s"] * 1e3 for x in results[(lib, c)]]}
             if c == "raw":
@@ -250,13 +255,15 @@ def main():
           f"{args.threads} threads; {args.steps} steps x {args.rounds} rounds")
     print(f"no hook: {base * 1e3:.1f} ms/step; raw bytes/step {raw_bytes / 1e6:.1f} MB, "
           f"memcpy of them {copy_s * 1e3:.2f} ms")
-    print(f"{'config':12s}" + "".join(f"{lib + ' ms':>16s}{'ratio':>8s}" for lib in libs) +
-          f"{'goal':>8s}")
+    print("ratio = median step time / no hook's; cpu = the same with process CPU time (all "
+          "threads), steadier on a shared machine")
+    print(f"{'config':12s}" + "".join(f"{lib + ' ms':>16s}{'ratio':>8s}{'cpu':>7s}"
+                                      for lib in libs) + f"{'goal':>8s}")
     for c in configs:
         row = f"{c:12s}"
         for lib in libs:
             e = report["results"][lib][c]
-            row += f"{e['median_ms']:16.1f}{e['ratio']:8.3f}"
+            row += f"{e['median_ms']:16.1f}{e['ratio']:8.3f}{e['cpu_ratio']:7.3f}"
         row += f"{GOALS.get(c, float('nan')):8.2f}" if c in GOALS else f"{'':8s}"
         print(row)
     for lib in libs:
