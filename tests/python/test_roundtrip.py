@@ -189,7 +189,7 @@ def test_writer_rejects_bad_values(trial_dir):
     w.close()
 
 
-def test_cuda_tensor_is_refused_with_advice(trial_dir, torch_mod):
+def test_cuda_tensor_is_refused_with_advice(trial_dir):
     class FakeCuda:
         def __dlpack_device__(self):
             return (2, 0)
