@@ -14,5 +14,7 @@ Mode ModeFromPython(pybind11::handle mode);
 void RegisterWriter(pybind11::module_& m);
 void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);
+// Capture (hook, collections, config checks): python/src/capture_bindings.cc.
+void RegisterCapture(pybind11::module_& m);
 
 }  // namespace trainscope::python

@@ -32,4 +32,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterWriter(m);
   trainscope::python::RegisterTrial(m);
   trainscope::python::RegisterStats(m);
+  trainscope::python::RegisterCapture(m);
 }
