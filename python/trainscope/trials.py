@@ -335,6 +335,9 @@ class Trial:
                     if step < last_step:
                         raise ex.StepUnavailable(step, mode)
                     raise ex.NoMoreData(step, mode, last_step)
+                if self.loaded_all_steps:  # nothing more will come
+                    all_steps = self.steps(mode=mode, show_incomplete_steps=True)
+                    raise ex.NoMoreData(step, mode, all_steps[-1] if all_steps else -1)
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
                 self._core.wait_for_change(0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic())))

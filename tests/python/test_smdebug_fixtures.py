@@ -170,6 +170,11 @@ def test_tensor_answers(case):
 
 
 def reference_reduction(value, red, is_abs):
+    with np.errstate(all="ignore"):  # the dtypes fixture holds each type's extremes
+        return _reference_reduction(value, red, is_abs)
+
+
+def _reference_reduction(value, red, is_abs):
     x = np.asarray(value)
     x = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64).ravel()
     x = np.abs(x) if (is_abs or x.dtype.kind == "c") else x
