@@ -125,8 +125,9 @@ class Hook {
   // smdebug's save_scalar: "scalar/<name>" = [value] (float64, shape [1]) at the current step,
   // whatever the collections say; also a TensorBoard scalar when export is on.
   Status SaveScalar(std::string_view name, double value);
-  // smdebug's save_tensor: `name` joins `collections` (created if needed) and is saved as
-  // Plan(name) says.
+  // smdebug's save_tensor: `name` joins `collections` (created if needed) and, at a saving step
+  // (any collection due), is saved as those collections' reduction configs say, whether or not
+  // they are included or due themselves (smdebug's behaviour), plus what Plan(name) says.
   Status SaveCustomTensor(std::string_view name, const TensorView& v,
                           const std::vector<std::string>& collections);
 

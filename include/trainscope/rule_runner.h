@@ -129,6 +129,14 @@ class RuleRunner {
   std::unique_ptr<Impl> impl_;
 };
 
+// One evaluation as smdebug's Rule.invoke does it, without waiting: the rule's
+// SetRequiredTensors(step), every required (tensor, step) read into data's cache (a regex
+// request matches names saved at any step; a plain name that was never saved is NotFound, as
+// smdebug's TensorUnavailable), then InvokeAtStep(step). A C++ exception from the rule becomes
+// Internal. NotFound/Unavailable/OutOfRange mean "no data for this step".
+// REQUIRES: rule.bound() (to `data`).
+Result<Verdict> EvaluateRuleAtStep(Rule& rule, RuleData& data, int64_t step);
+
 // smdebug's invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False), in C++:
 // evaluates `rule` at global steps start_step, start_step+1, ... (below end_step when given),
 // waiting for each step to be written; steps without the needed data are skipped (smdebug

@@ -27,6 +27,20 @@ constexpr ReductionOp kAllOps[] = {
     ReductionOp::kL2,   ReductionOp::kNanCount, ReductionOp::kInfCount, ReductionOp::kZeroFraction,
 };
 
+// abs_ changes nothing for norms and counts, so compute_stats lists abs_ only for these.
+bool HasAbsVariant(ReductionOp op) {
+  switch (op) {
+    case ReductionOp::kL1:
+    case ReductionOp::kL2:
+    case ReductionOp::kNanCount:
+    case ReductionOp::kInfCount:
+    case ReductionOp::kZeroFraction:
+      return false;
+    default:
+      return true;
+  }
+}
+
 TensorStats StatsOf(py::handle value) {
   std::unique_ptr<PyTensorInput> in = TensorFromPython(value, "value");
   Result<TensorStats> r = [&] {
@@ -99,15 +113,17 @@ void RegisterStats(py::module_& m) {
         for (ReductionOp op : kAllOps) {
           std::string name(ReductionOpName(op));
           d[py::str(name)] = st.Value(Reduction{op, false});
-          d[py::str("abs_" + name)] = st.Value(Reduction{op, true});
+          if (HasAbsVariant(op)) d[py::str("abs_" + name)] = st.Value(Reduction{op, true});
         }
+        d["nan_count"] = st.nan_count;
+        d["inf_count"] = st.inf_count;
         d["count"] = st.count;
         return d;
       },
       py::arg("value"),
-      "Every reduction of `value` in one pass: {'min', 'abs_min', ..., 'zero_fraction', "
-      "'abs_zero_fraction', 'count'} (definitions in trainscope/reductions.h: ddof=0, "
-      "flattened norms, NaN propagates).");
+      "Every reduction of `value` in one pass: {'min', 'abs_min', ..., 'prod', 'abs_prod', 'l1', "
+      "'l2', 'nan_count', 'inf_count' (ints), 'zero_fraction', 'count'} (definitions in "
+      "trainscope/reductions.h: ddof=0, flattened norms, NaN propagates).");
   m.def(
       "reduction",
       [](py::handle value, const std::string& name, bool abs) {

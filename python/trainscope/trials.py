@@ -199,12 +199,15 @@ class Trial:
 
     @property
     def loaded_all_steps(self):
-        """True once the end marker was seen and the final refresh done."""
+        """True once the end marker was seen and the final refresh done (refreshes first, as
+        reading it after any smdebug query would)."""
+        self._core.maybe_refresh()
         return self._core.loaded_all_steps
 
     @property
     def last_complete_step(self):
         """The last global step all workers wrote (-1 if none)."""
+        self._core.maybe_refresh()
         return self._core.last_complete_step
 
     @property
@@ -339,6 +342,7 @@ class Trial:
     # Workers and collections.
 
     def workers(self):
+        self._core.maybe_refresh()
         return list(self._core.workers())
 
     def collections(self):

@@ -331,17 +331,17 @@ Status Hook::SaveScalar(std::string_view name, double value) {
 Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
                               const std::vector<std::string>& collections) {
   Impl& d = *impl_;
+  std::vector<std::shared_ptr<Collection>> colls;
   for (const auto& c : collections) {
     auto coll = d.config.collections.GetOrCreate(c);
     if (coll->tensor_names().count(std::string(name)) == 0) coll->AddTensorName(std::string(name));
+    colls.push_back(std::move(coll));
   }
-  if (d.prepared && d.prepared_version != d.config.collections.version()) {
-    // Only tensor names changed (or a new collection): re-plan without losing the step.
-    Status s = Prepare();
-    if (!s.ok()) return d.Report(s, name);
-  }
-  d.planner.Forget(name);
-  return SaveTensor(name, v);
+  // As smdebug: written at a saving step, as its own collections say, due or not.
+  if (d.due == 0 || d.closed || !d.prepared) return Status::OK();
+  const TensorPlan p = d.planner.PlanWith(name, d.due, colls, d.config.reduction_config);
+  if (!p.save) return Status::OK();
+  return d.Report(d.Write(name, p, v, nullptr), name);
 }
 
 Status Hook::Flush() {

@@ -126,26 +126,47 @@ void Planner::Forget(std::string_view name) {
   if (it != cache_.end()) cache_.erase(it);
 }
 
+void Planner::AddToPlan(std::string_view name, const Collection& c, const ReductionConfig& rc,
+                        TensorPlan* p) const {
+  p->save_raw = p->save_raw || rc.save_raw_tensor;
+  p->save_shape = p->save_shape || rc.save_shape;
+  if (IsScalarCollection(c.name())) {
+    p->tensorboard_scalar = p->tensorboard_scalar || tensorboard_;
+    return;
+  }
+  for (const Reduction& r : rc.All()) {
+    if (std::find(p->reductions.begin(), p->reductions.end(), r) == p->reductions.end()) {
+      p->reductions.push_back(r);
+    }
+  }
+  if (tensorboard_ && p->histogram_tag.empty() && c.save_histogram() &&
+      !IsNonReductionCollection(c.name())) {
+    p->histogram_tag = c.name() + "/" + std::string(name);
+  }
+}
+
 TensorPlan Planner::Build(std::string_view name, uint64_t subset) const {
   TensorPlan p;
   for (uint64_t bits = subset; bits != 0; bits &= bits - 1) {
     const Collection& c = *saved_[static_cast<size_t>(std::countr_zero(bits))];
-    const ReductionConfig& rc = *c.reduction_config();
-    p.save_raw = p.save_raw || rc.save_raw_tensor;
-    p.save_shape = p.save_shape || rc.save_shape;
-    if (IsScalarCollection(c.name())) {
-      p.tensorboard_scalar = p.tensorboard_scalar || tensorboard_;
-      continue;
+    AddToPlan(name, c, *c.reduction_config(), &p);
+  }
+  p.save = p.save_raw || p.save_shape || !p.reductions.empty() || !p.histogram_tag.empty() ||
+           p.tensorboard_scalar;
+  return p;
+}
+
+TensorPlan Planner::PlanWith(std::string_view name, uint64_t due,
+                             const std::vector<std::shared_ptr<Collection>>& extra,
+                             const ReductionConfig& default_rc) {
+  TensorPlan p = Plan(name, due);
+  for (const auto& c : extra) {
+    ReductionConfig rc = c->reduction_config() ? *c->reduction_config() : default_rc;
+    if (IsNonReductionCollection(c->name())) {
+      rc = ReductionConfig();
+      rc.save_raw_tensor = true;
     }
-    for (const Reduction& r : rc.All()) {
-      if (std::find(p.reductions.begin(), p.reductions.end(), r) == p.reductions.end()) {
-        p.reductions.push_back(r);
-      }
-    }
-    if (tensorboard_ && p.histogram_tag.empty() && c.save_histogram() &&
-        !IsNonReductionCollection(c.name())) {
-      p.histogram_tag = c.name() + "/" + std::string(name);
-    }
+    AddToPlan(name, *c, rc, &p);
   }
   p.save = p.save_raw || p.save_shape || !p.reductions.empty() || !p.histogram_tag.empty() ||
            p.tensorboard_scalar;

@@ -37,6 +37,12 @@ class Planner {
 
   uint64_t DueMask(Mode mode, int64_t mode_step) const;
   const TensorPlan& Plan(std::string_view name, uint64_t due);
+  // The plan of `name` at a step with `due` collections, as if it also belonged to `extra`
+  // (smdebug's save_tensor: its collections count whether or not they are included or due).
+  // A collection without a reduction config uses `default_rc`. Not cached.
+  TensorPlan PlanWith(std::string_view name, uint64_t due,
+                      const std::vector<std::shared_ptr<Collection>>& extra,
+                      const ReductionConfig& default_rc);
   // Forgets the cached membership of `name` (after it joined a collection's tensor_names).
   void Forget(std::string_view name);
 
@@ -57,6 +63,8 @@ class Planner {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
   TensorPlan Build(std::string_view name, uint64_t subset) const;
+  void AddToPlan(std::string_view name, const Collection& c, const ReductionConfig& rc,
+                 TensorPlan* p) const;
 
   std::vector<std::shared_ptr<Collection>> saved_;
   bool tensorboard_ = false;

@@ -59,7 +59,7 @@ class PoorWeightInitialization : public BuiltinRule {
   Result<Verdict> InvokeAtStep(int64_t step) override {
     auto [mode, mode_step] = data().StepMode(step);
     Verdict v;
-    if (!IsTrainLike(mode)) return v;
+    if (!IsTrainLike(mode) || evaluated_ >= steps_) return v;  // only the first `steps` steps
     ++evaluated_;
     std::set<std::string> holding;  // condition keys that hold at this step
     TS_RETURN_IF_ERROR(CheckActivations(step, &holding, &v));

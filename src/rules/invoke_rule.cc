@@ -1,6 +1,5 @@
 // InvokeRule: smdebug's invoke_rule loop (reference smdebug.md 5.1) in C++.
 #include <chrono>
-#include <exception>
 
 #include "rules/rule_eval.h"
 #include "rules/step_cursor.h"
@@ -35,17 +34,7 @@ Result<InvokeRuleResult> InvokeRule(Rule& rule, RuleData& data, InvokeRuleOption
     }
     waited_since = std::chrono::steady_clock::now();
     cursor.Advance(step);
-    data.BeginStep(step);
-    Result<Verdict> verdict = Status::Internal("unset");
-    try {
-      RequiredTensors req;
-      Status s = rule.SetRequiredTensors(step, req);
-      if (s.ok()) s = rules_internal::Prefetch(data, req);
-      verdict = s.ok() ? rule.InvokeAtStep(step) : Result<Verdict>(s);
-    } catch (const std::exception& e) {
-      return Status::Internal("rule " + rule.name() + " threw at step " + std::to_string(step) +
-                              ": " + e.what());
-    }
+    Result<Verdict> verdict = EvaluateRuleAtStep(rule, data, step);
     if (!verdict.ok()) {
       if (rules_internal::IsNoData(verdict.status())) continue;  // smdebug swallows these
       return verdict.status().WithContext("rule " + rule.name() + " at step " +

@@ -1,5 +1,9 @@
 #include "rules/rule_eval.h"
 
+#include <exception>
+
+#include "trainscope/rule_runner.h"
+
 namespace trainscope::rules_internal {
 
 Status Prefetch(RuleData& data, const RequiredTensors& req) {
@@ -29,3 +33,23 @@ Status Prefetch(RuleData& data, const RequiredTensors& req) {
 }
 
 }  // namespace trainscope::rules_internal
+
+namespace trainscope {
+
+Result<Verdict> EvaluateRuleAtStep(Rule& rule, RuleData& data, int64_t step) {
+  try {
+    data.BeginStep(step);
+    RequiredTensors req;
+    TS_RETURN_IF_ERROR(rule.SetRequiredTensors(step, req));
+    TS_RETURN_IF_ERROR(rules_internal::Prefetch(data, req));
+    return rule.InvokeAtStep(step);
+  } catch (const std::exception& e) {
+    return Status::Internal("rule " + rule.name() + " threw at step " + std::to_string(step) +
+                            ": " + e.what());
+  } catch (...) {
+    return Status::Internal("rule " + rule.name() + " threw a non-standard exception at step " +
+                            std::to_string(step));
+  }
+}
+
+}  // namespace trainscope

@@ -151,12 +151,7 @@ class RuleRunner::Impl {
     owner_->data_->BeginStep(step);
     for (auto& e : entries_) {
       if (!e.active) continue;
-      Result<Verdict> v = Guard(e, [&]() -> Result<Verdict> {
-        RequiredTensors req;
-        TS_RETURN_IF_ERROR(e.rule->SetRequiredTensors(step, req));
-        TS_RETURN_IF_ERROR(rules_internal::Prefetch(*owner_->data_, req));
-        return e.rule->InvokeAtStep(step);
-      });
+      Result<Verdict> v = EvaluateRuleAtStep(*e.rule, *owner_->data_, step);
       Record(e, v, step, "InvokeAtStep");
     }
     ++steps_evaluated_;

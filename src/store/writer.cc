@@ -22,7 +22,7 @@ class TrialWriter::Impl {
       : dir_(std::move(dir)),
         options_(std::move(options)),
         env_(options_.env),
-        pool_(std::min<size_t>(options_.max_queue_bytes, kMaxPooledBytes)) {}
+        pool_(options_.max_queue_bytes) {}
 
   ~Impl() { (void)Close(); }
 
@@ -325,13 +325,11 @@ class TrialWriter::Impl {
     }
   }
 
-  // Buffers of written steps are kept for reuse up to this many bytes (fresh memory costs a
-  // page fault per 4 KiB on first touch; see chunk_pool.h).
-  static constexpr size_t kMaxPooledBytes = size_t{512} << 20;
-
   const std::string dir_;
   const WriterOptions options_;
   Env* const env_;
+  // Buffers of written steps, kept for reuse (fresh memory costs a page fault per 4 KiB on first
+  // touch; see chunk_pool.h), up to max_queue_bytes; freed when the writer is destroyed.
   ChunkPool pool_;  // before every StepBuffer member: it must outlive them
 
   // Training thread only.

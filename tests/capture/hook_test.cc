@@ -414,17 +414,23 @@ TEST_F(HookTest, SaveStatsWritesPlannedReductionsFromGivenStatistics) {
   EXPECT_THAT(trial[0].shapes["Net_gpu.weight"], ElementsAre(2, 2));
 }
 
-TEST_F(HookTest, CustomTensorsJoinTheirCollection) {
+TEST_F(HookTest, CustomTensorsAreSavedAtSavingStepsAsTheirCollectionSays) {
   HookConfig c = Config();
-  c.include_collections = {"custom"};
-  c.save_config = SaveConfig(SaveConfigMode{.save_interval = 1});
+  c.include_collections = {"weights"};
+  c.save_config = SaveConfig(SaveConfigMode{.save_interval = 2});
   auto hook = MakeHook(std::move(c));
-  ASSERT_TRUE(hook->collections().GetOrCreate("custom")->Include("^never$").ok());
   FloatTensor t = Make({2}, 0);
-  hook->Step();
-  ASSERT_TRUE(hook->SaveCustomTensor("my_tensor", t.view(), {"custom"}).ok());
+  for (int i = 0; i < 3; ++i) {
+    hook->Step();
+    // "mine" is neither included nor configured: as in smdebug, it is saved (raw, the hook's
+    // default) whenever the step saves anything.
+    ASSERT_TRUE(hook->SaveCustomTensor("my_tensor", t.view(), {"mine"}).ok());
+  }
   ASSERT_TRUE(hook->Close().ok());
-  EXPECT_EQ(Read()[0].tensors.count("my_tensor"), 1u);
+  auto trial = Read();
+  EXPECT_THAT(Steps(trial), ElementsAre(0, 2));
+  EXPECT_EQ(trial[2].tensors.count("my_tensor"), 1u);
+  EXPECT_THAT(hook->collections().Get("mine")->tensor_names(), ElementsAre("my_tensor"));
 }
 
 TEST_F(HookTest, StepScopeEndsTheStep) {

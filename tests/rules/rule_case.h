@@ -357,7 +357,9 @@ inline void WriteStep(TrialWriter& w, const StepPlan& p, std::mt19937_64& rng) {
     const std::string bytes = Encode(g.values, g.dtype);
     TensorView v{g.dtype, bytes.data(), g.shape, {}, {}};
     const bool raw = !spec.is_object() || spec.value("raw", true);
-    if (raw) ASSERT_TRUE(w.AddTensor(name, v).ok()) << name;
+    if (raw) {
+      ASSERT_TRUE(w.AddTensor(name, v).ok()) << name;
+    }
     if (spec.is_object() && spec.contains("reductions")) {
       for (const auto& tok : spec["reductions"]) {
         auto r = ParseReduction(tok.get<std::string>());
