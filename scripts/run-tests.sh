@@ -34,11 +34,15 @@ sanitized_build() {  # sanitized_build DIR SANITIZER [ctest regex]
     cmake --build "$dir" -j"$JOBS" &&
     ctest --test-dir "$dir" -j"$JOBS" --output-on-failure ${regex:+-R "$regex"}
 }
-fuzz_replay() {
+fuzz_replay() {  # builds the libFuzzer targets and replays each committed corpus once
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTRAINSCOPE_BUILD_FUZZ=ON -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
-    cmake --build build-fuzz -j"$JOBS" &&
-    ctest --test-dir build-fuzz -j"$JOBS" --output-on-failure
+    cmake --build build-fuzz -j"$JOBS" --target record_fuzz index_fuzz || return 1
+  local t
+  for t in record_fuzz index_fuzz; do
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "build-fuzz/fuzz/$t" -runs=0 "fuzz/corpus/$t" \
+      || return 1
+  done
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
