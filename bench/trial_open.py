@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Side-by-side: how long smdebug and trainscope take to open a trial and read values from it.
 
-    /tmp/tv/bin/python bench/trial_open.py                 # builds (once) and times the default trial
-    /tmp/tv/bin/python bench/trial_open.py PATH            # times an existing trial
-    /tmp/tv/bin/python bench/trial_open.py --json          # machine-readable result
+    /tmp/tv/bin/python bench/trial_open.py            # builds (once) and times the default trial
+    /tmp/tv/bin/python bench/trial_open.py PATH       # times an existing trial
+    /tmp/tv/bin/python bench/trial_open.py --json     # machine-readable result
 
 Without PATH a trial of --steps x --tensors float32 tensors of --elems values each is written with
 smdebug's own FileWriter (mode TRAIN, one worker, end marker), once, under --cache-dir; the build
@@ -76,7 +76,10 @@ def build_trial(path, steps, tensors, elems):
             )
         writer.close()
         if step % 1000 == 999:
-            print(f"  built {step + 1}/{steps} steps, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            print(
+                f"  built {step + 1}/{steps} steps, {time.perf_counter() - start:.0f} s",
+                file=sys.stderr,
+            )
     manager = CollectionManager()
     manager.add(Collection("weights", include_regex=["weight"], tensor_names=names))
     manager.set_num_workers(1)
@@ -136,7 +139,9 @@ def measure(lib, path, reads):
         create_trial = trainscope.create_trial
     t0 = time.perf_counter()
     trial = create_trial(path)
+    ta = time.perf_counter()
     names = trial.tensor_names()
+    tb = time.perf_counter()
     steps = trial.steps()
     t1 = time.perf_counter()
 
@@ -155,9 +160,14 @@ def measure(lib, path, reads):
         value = trial.tensor(name).value(step)
         digest.update(np.asarray(value).tobytes())
     t3 = time.perf_counter()
-    listing = hashlib.sha256(json.dumps([list(names), [int(s) for s in steps]]).encode()).hexdigest()
+    listing = hashlib.sha256(
+        json.dumps([list(names), [int(s) for s in steps]]).encode()
+    ).hexdigest()
     return {
         "open_s": t1 - t0,
+        "create_trial_s": ta - t0,
+        "tensor_names_s": tb - ta,
+        "steps_s": t1 - tb,
         "read_s": t3 - t2,
         "reads": len(pairs),
         "num_tensors": len(names),
@@ -171,13 +181,17 @@ def run_child(lib, path, reads, env):
     cmd = [sys.executable, os.path.abspath(__file__), "--_measure", lib, path, str(reads)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise RuntimeError(f"{lib} measurement failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{lib} measurement failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def trainscope_available(env):
     probe = "import trainscope, sys; sys.exit(0 if hasattr(trainscope, 'create_trial') else 3)"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, env=env).returncode == 0
+    return (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, env=env).returncode == 0
+    )
 
 
 def side(lib, path, reads, repeat, env):
@@ -187,6 +201,10 @@ def side(lib, path, reads, repeat, env):
         "open_s": statistics.median(r["open_s"] for r in runs),
         "read_s": statistics.median(r["read_s"] for r in runs),
         "open_runs_s": [round(r["open_s"], 4) for r in runs],
+        "open_parts_s": {
+            k: statistics.median(r[k] for r in runs)
+            for k in ("create_trial_s", "tensor_names_s", "steps_s")
+        },
         "read_runs_s": [round(r["read_s"], 4) for r in runs],
         "reads": first["reads"],
         "num_tensors": first["num_tensors"],
@@ -214,7 +232,9 @@ def main(argv=None):
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("path", nargs="?", help="an existing trial (default: build one with smdebug)")
+    parser.add_argument(
+        "path", nargs="?", help="an existing trial (default: build one with smdebug)"
+    )
     parser.add_argument(
         "--cache-dir",
         default=os.path.join(tempfile.gettempdir(), "trainscope-bench-trials"),
@@ -224,7 +244,9 @@ def main(argv=None):
     parser.add_argument("--tensors", type=int, default=50)
     parser.add_argument("--elems", type=int, default=256, help="float32 values per tensor")
     parser.add_argument("--reads", type=int, default=100, help="tensor values read after the open")
-    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per side (median shown)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="fresh processes per side (median shown)"
+    )
     parser.add_argument(
         "--smdebug-end-delay",
         default="0",
@@ -232,9 +254,12 @@ def main(argv=None):
     )
     parser.add_argument("--no-trainscope", action="store_true", help="time smdebug only")
     parser.add_argument(
-        "--trainscope-path", help="folder prepended to PYTHONPATH to find trainscope (default: as installed)"
+        "--trainscope-path",
+        help="folder prepended to PYTHONPATH to find trainscope (default: as installed)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a table"
+    )
     args = parser.parse_args(argv)
 
     if args.path:
@@ -244,8 +269,12 @@ def main(argv=None):
 
     env = dict(os.environ)
     if args.trainscope_path:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (args.trainscope_path, env.get("PYTHONPATH")) if p)
-    smd_env = dict(env, SMDEBUG_TRAINING_END_DELAY_REFRESH=args.smdebug_end_delay, SMDEBUG_LOG_LEVEL="error")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (args.trainscope_path, env.get("PYTHONPATH")) if p
+        )
+    smd_env = dict(
+        env, SMDEBUG_TRAINING_END_DELAY_REFRESH=args.smdebug_end_delay, SMDEBUG_LOG_LEVEL="error"
+    )
 
     smd = side("smdebug", path, args.reads, args.repeat, smd_env)
     ts = None
@@ -279,10 +308,14 @@ def main(argv=None):
         print(json.dumps(result, indent=1))
         return 0
 
-    print(f"trial: {path}  ({smd['num_steps']} steps, {smd['num_tensors']} tensors, {result['trial_bytes'] / 1e6:.1f} MB)")
+    megabytes = result["trial_bytes"] / 1e6
+    print(f"trial: {path}")
+    print(f"  {smd['num_steps']} steps, {smd['num_tensors']} tensors, {megabytes:.1f} MB")
     if build:
-        print(f"built by smdebug FileWriter in {build['build_s']:.1f} s (cached; {build['steps']}x{build['tensors']} x {build['elems']} float32)")
-    print(f"fresh process per run, median of {args.repeat}; smdebug end-marker refresh delay {args.smdebug_end_delay} s")
+        shape = f"{build['steps']} steps x {build['tensors']} tensors x {build['elems']} float32"
+        print(f"  built by smdebug's FileWriter in {build['build_s']:.1f} s ({shape}; cached)")
+    print(f"  fresh process per run, median of {args.repeat}")
+    print(f"  smdebug end-marker refresh delay: {args.smdebug_end_delay} s")
     rows = [
         ("open: create_trial+tensor_names+steps", "open_s", f">= {OPEN_GOAL:.0f}x faster to open"),
         (f"read {smd['reads']} tensor values", "read_s", "(no goal; smdebug shown for scale)"),
@@ -291,12 +324,14 @@ def main(argv=None):
     print(header)
     print("-" * len(header))
     for label, key, goal in rows:
-        print(f"{label:<40}{fmt_s(smd[key]):>12}{fmt_s(ts[key] if ts else None):>14}{fmt_ratio(ratio(key)):>9}  {goal}")
+        ts_s = fmt_s(ts[key] if ts else None)
+        print(f"{label:<40}{fmt_s(smd[key]):>12}{ts_s:>14}{fmt_ratio(ratio(key)):>9}  {goal}")
     if ts is None:
         print("trainscope: not importable (or has no create_trial); its columns read n/a")
     else:
         verdict = "met" if result["open_goal_met"] else "NOT met"
-        print(f"open goal {verdict}; same tensor names/steps: {agree['listing']}; same values: {agree['values']}")
+        same = f"same names/steps: {agree['listing']}; same values: {agree['values']}"
+        print(f"open goal {verdict}; {same}")
     return 0
 
 

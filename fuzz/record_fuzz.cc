@@ -2,7 +2,10 @@
 // arbitrary bytes. Whatever the bytes, nothing may crash, hang or read out of bounds; every
 // failure must be a Status.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -25,6 +28,17 @@ void Consume(const Tensor& t) {
     return;
   }
   if (t.nbytes() > (size_t{1} << 26)) return;
+  // Tensor bytes inside a payload may be misaligned (the trial reader copies those into an
+  // aligned buffer, as here); reductions read elements as their type.
+  const size_t align = std::max<size_t>(1, std::min<size_t>(8, DTypeSize(t.dtype)));
+  if (reinterpret_cast<uintptr_t>(t.data) % align != 0) {
+    std::vector<uint64_t> copy((t.nbytes() + 7) / 8);
+    std::memcpy(copy.data(), t.data, t.nbytes());
+    Tensor aligned = t;
+    aligned.data = copy.data();
+    (void)ComputeStats(aligned.view());
+    return;
+  }
   (void)ComputeStats(t.view());
 }
 

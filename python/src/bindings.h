@@ -16,5 +16,7 @@ void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);
 // Capture (hook, collections, config checks): python/src/capture_bindings.cc.
 void RegisterCapture(pybind11::module_& m);
+// Rules (built-in rules, evaluation): python/src/rules_bindings.cc.
+void RegisterRules(pybind11::module_& m);
 
 }  // namespace trainscope::python

@@ -33,4 +33,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterTrial(m);
   trainscope::python::RegisterStats(m);
   trainscope::python::RegisterCapture(m);
+  trainscope::python::RegisterRules(m);
 }

@@ -22,10 +22,25 @@ namespace trainscope::python {
 namespace {
 
 constexpr ReductionOp kAllOps[] = {
-    ReductionOp::kMin,  ReductionOp::kMax,      ReductionOp::kMean,     ReductionOp::kStd,
-    ReductionOp::kVariance, ReductionOp::kSum,  ReductionOp::kProd,     ReductionOp::kL1,
-    ReductionOp::kL2,   ReductionOp::kNanCount, ReductionOp::kInfCount, ReductionOp::kZeroFraction,
+    ReductionOp::kMin,      ReductionOp::kMax,      ReductionOp::kMean,
+    ReductionOp::kStd,      ReductionOp::kVariance, ReductionOp::kSum,
+    ReductionOp::kProd,     ReductionOp::kL1,       ReductionOp::kL2,
+    ReductionOp::kNanCount, ReductionOp::kInfCount, ReductionOp::kZeroFraction,
 };
+
+// abs_ changes nothing for norms and counts, so compute_stats lists abs_ only for these.
+bool HasAbsVariant(ReductionOp op) {
+  switch (op) {
+    case ReductionOp::kL1:
+    case ReductionOp::kL2:
+    case ReductionOp::kNanCount:
+    case ReductionOp::kInfCount:
+    case ReductionOp::kZeroFraction:
+      return false;
+    default:
+      return true;
+  }
+}
 
 TensorStats StatsOf(py::handle value) {
   std::unique_ptr<PyTensorInput> in = TensorFromPython(value, "value");
@@ -99,15 +114,17 @@ void RegisterStats(py::module_& m) {
         for (ReductionOp op : kAllOps) {
           std::string name(ReductionOpName(op));
           d[py::str(name)] = st.Value(Reduction{op, false});
-          d[py::str("abs_" + name)] = st.Value(Reduction{op, true});
+          if (HasAbsVariant(op)) d[py::str("abs_" + name)] = st.Value(Reduction{op, true});
         }
+        d["nan_count"] = st.nan_count;
+        d["inf_count"] = st.inf_count;
         d["count"] = st.count;
         return d;
       },
       py::arg("value"),
-      "Every reduction of `value` in one pass: {'min', 'abs_min', ..., 'zero_fraction', "
-      "'abs_zero_fraction', 'count'} (definitions in trainscope/reductions.h: ddof=0, "
-      "flattened norms, NaN propagates).");
+      "Every reduction of `value` in one pass: {'min', 'abs_min', ..., 'prod', 'abs_prod', 'l1', "
+      "'l2', 'nan_count', 'inf_count' (ints), 'zero_fraction', 'count'} (definitions in "
+      "trainscope/reductions.h: ddof=0, flattened norms, NaN propagates).");
   m.def(
       "reduction",
       [](py::handle value, const std::string& name, bool abs) {
@@ -126,7 +143,8 @@ void RegisterStats(py::module_& m) {
       },
       "Names of every reduction op.");
   m.def(
-      "histogram", [](py::handle value, int bins) { return HistogramToDict(HistogramOf(value, bins)); },
+      "histogram",
+      [](py::handle value, int bins) { return HistogramToDict(HistogramOf(value, bins)); },
       py::arg("value"), py::arg("bins") = 64,
       "{'edges', 'counts', 'min', 'max', 'num', 'sum', 'sum_squares'} over the finite values.");
   m.def("crc32c", &Crc32cOf, py::arg("data"), py::arg("crc") = 0,
@@ -138,9 +156,8 @@ void RegisterStats(py::module_& m) {
   py::class_<TensorBoardWriter>(m, "TensorBoardWriter", R"doc(
 Scalars and histograms in TensorBoard's event-file format: one file per mode under
 <dir>/<MODE>/ (see trainscope/tensorboard.h). Not thread-safe.)doc")
-      .def(py::init([](const std::string& dir) {
-             return ValueOrThrow(TensorBoardWriter::Open(dir));
-           }),
+      .def(py::init(
+               [](const std::string& dir) { return ValueOrThrow(TensorBoardWriter::Open(dir)); }),
            py::arg("dir"))
       .def(
           "add_scalar",
@@ -163,8 +180,8 @@ Scalars and histograms in TensorBoard's event-file format: one file per mode und
             py::gil_scoped_release release;
             ThrowIfError(w.AddHistogram(md, tag, step, h, wall_time));
           },
-          py::arg("mode"), py::arg("tag"), py::arg("step"), py::arg("value"),
-          py::arg("bins") = 64, py::arg("wall_time") = 0.0,
+          py::arg("mode"), py::arg("tag"), py::arg("step"), py::arg("value"), py::arg("bins") = 64,
+          py::arg("wall_time") = 0.0,
           "value: a tensor (histogrammed with `bins` bins) or a dict as histogram() returns.")
       .def(
           "file_path",

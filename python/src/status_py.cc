@@ -57,10 +57,10 @@ void RegisterStatusExceptions(py::module_& m) {
   m.add_object("Error", py::handle(g_base_error));
   for (CodeClass& c : Classes()) {
     std::string qualified = std::string("trainscope._core.") + c.class_name;
-    py::tuple bases = c.extra_base == nullptr
-                          ? py::tuple(py::make_tuple(py::handle(g_base_error)))
-                          : py::tuple(py::make_tuple(py::handle(g_base_error),
-                                                     py::handle(c.extra_base)));
+    py::tuple bases =
+        c.extra_base == nullptr
+            ? py::tuple(py::make_tuple(py::handle(g_base_error)))
+            : py::tuple(py::make_tuple(py::handle(g_base_error), py::handle(c.extra_base)));
     c.type = PyErr_NewException(qualified.c_str(), bases.ptr(), nullptr);
     if (c.type == nullptr) throw py::error_already_set();
     m.add_object(c.class_name, py::handle(c.type));

@@ -114,7 +114,7 @@ void NormalizeStrides(const std::vector<int64_t>& shape, std::vector<int64_t>* s
   strides->clear();
 }
 
-void StringsFromList(const py::sequence& items, std::string_view name, PyTensorInput* in,
+void StringsFromList(const py::sequence& items, std::string_view name,
                      std::vector<std::string>* storage, TensorView* view) {
   storage->clear();
   storage->reserve(items.size());
@@ -132,7 +132,6 @@ void StringsFromList(const py::sequence& items, std::string_view name, PyTensorI
                            py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
     }
   }
-  (void)in;
   view->dtype = DType::kString;
   view->data = nullptr;
   view->shape = {static_cast<int64_t>(storage->size())};
@@ -195,7 +194,7 @@ std::unique_ptr<PyTensorInput> TensorFromPython(py::handle value, std::string_vi
   }
   if (IsListOfStrings(value)) {
     in->owner_ = py::reinterpret_borrow<py::object>(value);
-    StringsFromList(py::reinterpret_borrow<py::sequence>(value), name, in.get(), &in->strings_, &v);
+    StringsFromList(py::reinterpret_borrow<py::sequence>(value), name, &in->strings_, &v);
     return in;
   }
 
@@ -239,9 +238,8 @@ std::unique_ptr<PyTensorInput> TensorFromPython(py::handle value, std::string_vi
     std::optional<DType> dtype = DTypeFromDlpack(t.dtype);
     if (!dtype) {
       throw py::type_error(Quote(name) + ": unsupported DLPack dtype (code " +
-                           std::to_string(t.dtype.code) + ", bits " +
-                           std::to_string(t.dtype.bits) + ", lanes " +
-                           std::to_string(t.dtype.lanes) + ")");
+                           std::to_string(t.dtype.code) + ", bits " + std::to_string(t.dtype.bits) +
+                           ", lanes " + std::to_string(t.dtype.lanes) + ")");
     }
     v.dtype = *dtype;
     v.shape.assign(t.shape, t.shape + t.ndim);
@@ -259,7 +257,7 @@ std::unique_ptr<PyTensorInput> TensorFromPython(py::handle value, std::string_vi
   if (kind == 'U' || kind == 'S' || kind == 'O') {
     py::list items = arr.attr("ravel")().attr("tolist")();
     in->owner_ = items;
-    StringsFromList(items, name, in.get(), &in->strings_, &v);
+    StringsFromList(items, name, &in->strings_, &v);
     return in;
   }
   if (!py::bool_(dt.attr("isnative"))) {

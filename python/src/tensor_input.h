@@ -41,10 +41,10 @@ class PyTensorInput {
  private:
   friend std::unique_ptr<PyTensorInput> TensorFromPython(pybind11::handle, std::string_view);
   TensorView view_;
-  pybind11::object owner_;                       // keeps the borrowed memory alive
-  dlpack::DLManagedTensor* managed_ = nullptr;   // a consumed DLPack tensor, deleted in the dtor
-  std::vector<std::string> strings_;             // storage of a string tensor
-  alignas(16) unsigned char scalar_[16] = {};    // storage of a Python scalar
+  pybind11::object owner_;                      // keeps the borrowed memory alive
+  dlpack::DLManagedTensor* managed_ = nullptr;  // a consumed DLPack tensor, deleted in the dtor
+  std::vector<std::string> strings_;            // storage of a string tensor
+  alignas(16) unsigned char scalar_[16] = {};   // storage of a Python scalar
 };
 
 // Converts `value`. `name` is used in error messages only. Throws pybind11::type_error or

@@ -27,8 +27,8 @@ void MakeReadOnly(py::array& a) { a.attr("setflags")(py::arg("write") = false); 
 py::object StringsToNumpy(const Tensor& t) {
   py::list items;
   for (const std::string& s : t.strings) {
-    PyObject* u = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()),
-                                       "surrogateescape");
+    PyObject* u =
+        PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
     if (u == nullptr) throw py::error_already_set();
     items.append(py::reinterpret_steal<py::object>(u));
   }

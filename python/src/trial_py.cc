@@ -101,8 +101,7 @@ Thread-safe.)doc")
              std::optional<double> timeout, double poll) {
             TrialOptions o = MakeOptions(range_begin, range_end, window, refresh_interval,
                                          end_delay, use_inotify, verify_checksums);
-            Millis t = timeout ? SecondsToMillis(*timeout)
-                               : Millis(std::chrono::hours(24 * 365));
+            Millis t = timeout ? SecondsToMillis(*timeout) : Millis(std::chrono::hours(24 * 365));
             // Wait in slices so Ctrl-C (KeyboardInterrupt) is honoured between them.
             const Millis slice(500);
             auto deadline = std::chrono::steady_clock::now() + t;
@@ -111,9 +110,8 @@ Thread-safe.)doc")
               Millis left = std::chrono::duration_cast<Millis>(deadline - now);
               if (left < Millis(0)) left = Millis(0);
               Millis wait = std::min(left, slice);
-              auto r = NoGil([&] {
-                return Trial::OpenWhenReady(path, o, wait, SecondsToMillis(poll));
-              });
+              auto r =
+                  NoGil([&] { return Trial::OpenWhenReady(path, o, wait, SecondsToMillis(poll)); });
               if (r.ok() || r.status().code() != StatusCode::kUnavailable || left <= slice) {
                 return std::make_unique<PyTrial>(ValueOrThrow(std::move(r)));
               }
@@ -242,8 +240,8 @@ Thread-safe.)doc")
           py::arg("tensor"), py::arg("step"), py::arg("mode") = 4, py::arg("worker") = "")
       .def(
           "reduction_value",
-          [](PyTrial& s, const std::string& tensor, int64_t step, const std::string& name,
-             bool abs, py::handle mode, const std::string& worker) {
+          [](PyTrial& s, const std::string& tensor, int64_t step, const std::string& name, bool abs,
+             py::handle mode, const std::string& worker) {
             Reduction r = ValueOrThrow(ParseReduction(name));
             r.abs = r.abs || abs;
             Mode md = ModeFromPython(mode);

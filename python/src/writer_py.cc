@@ -201,27 +201,26 @@ scalar, list of str); add_tensor_nocopy keeps a reference to a contiguous value 
 written (do not modify it meanwhile). close() drains the queue and writes training_job_end.ts.
 I/O errors never raise from add/end_step: they are kept in first_error() and counted in stats().
 Not thread-safe: one thread at a time (stats and first_error excepted).)doc")
-      .def(py::init([](const std::string& out_dir, const std::string& worker,
-                       size_t max_queue_bytes, const std::string& when_full, bool sync,
-                       bool write_end_marker, bool quiet) {
-             WriterOptions o;
-             o.worker = worker;
-             o.max_queue_bytes = max_queue_bytes;
-             o.when_full = ParseWhenFull(when_full);
-             o.sync = sync;
-             o.write_end_marker = write_end_marker;
-             o.quiet = quiet;
-             return std::make_unique<PyTrialWriter>(out_dir, std::move(o));
-           }),
-           py::arg("out_dir"), py::arg("worker") = "worker_0",
-           py::arg("max_queue_bytes") = size_t{1} << 30, py::arg("when_full") = "block",
-           py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false)
+      .def(
+          py::init([](const std::string& out_dir, const std::string& worker, size_t max_queue_bytes,
+                      const std::string& when_full, bool sync, bool write_end_marker, bool quiet) {
+            WriterOptions o;
+            o.worker = worker;
+            o.max_queue_bytes = max_queue_bytes;
+            o.when_full = ParseWhenFull(when_full);
+            o.sync = sync;
+            o.write_end_marker = write_end_marker;
+            o.quiet = quiet;
+            return std::make_unique<PyTrialWriter>(out_dir, std::move(o));
+          }),
+          py::arg("out_dir"), py::arg("worker") = "worker_0",
+          py::arg("max_queue_bytes") = size_t{1} << 30, py::arg("when_full") = "block",
+          py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false)
       .def("begin_step", &PyTrialWriter::BeginStep, py::arg("global_step"), py::arg("mode") = 4,
            py::arg("mode_step") = -1,
            "Opens a step. mode: 1..4 or a ModeKeys; mode_step -1 means mode_step = global_step.")
       .def("add_tensor", &PyTrialWriter::AddTensor, py::arg("name"), py::arg("value"))
-      .def("add_tensor_nocopy", &PyTrialWriter::AddTensorNoCopy, py::arg("name"),
-           py::arg("value"))
+      .def("add_tensor_nocopy", &PyTrialWriter::AddTensorNoCopy, py::arg("name"), py::arg("value"))
       .def("add_shape", &PyTrialWriter::AddShape, py::arg("name"), py::arg("shape"))
       .def("end_step", &PyTrialWriter::EndStep)
       .def_property_readonly("step_open", &PyTrialWriter::step_open)
@@ -233,9 +232,8 @@ Not thread-safe: one thread at a time (stats and first_error excepted).)doc")
       .def_property_readonly("dir", &PyTrialWriter::dir)
       .def_property_readonly("worker", &PyTrialWriter::worker)
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyTrialWriter& self, py::handle, py::handle, py::handle) {
-        self.Close();
-      });
+      .def("__exit__",
+           [](PyTrialWriter& self, py::handle, py::handle, py::handle) { self.Close(); });
 
   py::module_::import("atexit").attr("register")(py::cpp_function(&CloseLiveWriters));
 }

@@ -36,15 +36,13 @@ def generic(core, err):
     return None
 
 
-def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None, shape=False):
+def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None):
     """The exception smdebug raises when a query of tensor `tname` at `step` fails with `err`."""
     core_mod = trial._core_module
     core = trial._core
     mode = to_mode(mode)
     named = from_prefix(err, tname, step, mode, worker)
     if named is not None:
-        if shape and isinstance(named, ex.TensorUnavailableForStep):
-            return ex.ShapeUnavailableForStep(tname, step, mode)
         return named
     other = generic(core_mod, err)
     if other is not None:
@@ -59,8 +57,6 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None, shape=F
             workers = []
         if worker and workers and worker not in workers:
             return ex.InvalidWorker(worker)
-        if shape:
-            return ex.ShapeUnavailableForStep(tname, step, mode)
         has_reductions = False
         if workers:
             try:

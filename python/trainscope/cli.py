@@ -1,9 +1,16 @@
-"""The ``trainscope`` command. Subcommands so far: ``info``."""
+"""The ``trainscope`` command.
+
+The command itself is native (src/cli, installed as ``trainscope/bin/trainscope`` in this
+package); this entry point runs it with the same arguments. ``trainscope info`` is answered here:
+it says whether the Python side (the extension) loads.
+"""
 
 import argparse
 import json
+import os
 import platform
 import sys
+from pathlib import Path
 
 
 def _info(args):
@@ -41,7 +48,27 @@ def build_parser():
     return parser
 
 
+def native_cli():
+    """Path of the native ``trainscope`` executable, or None."""
+    env = os.environ.get("TRAINSCOPE_NATIVE_CLI")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parent / "bin" / "trainscope")
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] != "info":
+        exe = native_cli()
+        if exe is None:
+            print("trainscope: the native command is not installed with this package "
+                  "(reinstall with `pip install .` from a checkout)", file=sys.stderr)
+            return 1
+        sys.stdout.flush()
+        os.execv(str(exe), [str(exe), *argv])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -217,3 +217,16 @@ class TrialNotReady(TrainscopeError, TimeoutError):
 
 
 __all__ = [name for name, obj in list(globals().items()) if isinstance(obj, type)]
+
+
+class TrainingStopped(SystemExit):
+    """Raised by the hook at a step boundary when a rule's stop action (or a person) asked the
+    training to stop: the trial is flushed and closed first. A SystemExit with code 0, so the
+    process ends cleanly and `except Exception` in a training loop does not swallow it."""
+
+    def __init__(self, reason=""):
+        super().__init__(0)
+        self.reason = reason
+
+    def __str__(self):
+        return f"training stopped: {self.reason}"

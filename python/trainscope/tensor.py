@@ -27,11 +27,11 @@ class Tensor:
         return f"<trainscope.Tensor name={self.name!r} trial={self.trial.name!r}>"
 
     # Calls `fn`, turning _core errors into smdebug's exceptions for (step, mode, worker).
-    def _query(self, fn, step, mode, worker=None, shape=False):
+    def _query(self, fn, step, mode, worker=None):
         try:
             return fn()
         except self.trial._core_module.Error as e:
-            raise _errors.for_step(self.trial, e, self.name, step, mode, worker, shape) from e
+            raise _errors.for_step(self.trial, e, self.name, step, mode, worker) from e
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False):
         """Sorted steps (mode steps unless GLOBAL) at which this tensor was saved; complete ones
@@ -100,7 +100,6 @@ class Tensor:
             step_num,
             mode,
             worker,
-            shape=True,
         )
 
     def workers(self, step_num, mode=ModeKeys.GLOBAL):

@@ -199,12 +199,15 @@ class Trial:
 
     @property
     def loaded_all_steps(self):
-        """True once the end marker was seen and the final refresh done."""
+        """True once the end marker was seen and the final refresh done (refreshes first, as
+        reading it after any smdebug query would)."""
+        self._core.maybe_refresh()
         return self._core.loaded_all_steps
 
     @property
     def last_complete_step(self):
         """The last global step all workers wrote (-1 if none)."""
+        self._core.maybe_refresh()
         return self._core.last_complete_step
 
     @property
@@ -332,6 +335,9 @@ class Trial:
                     if step < last_step:
                         raise ex.StepUnavailable(step, mode)
                     raise ex.NoMoreData(step, mode, last_step)
+                if self.loaded_all_steps:  # nothing more will come
+                    all_steps = self.steps(mode=mode, show_incomplete_steps=True)
+                    raise ex.NoMoreData(step, mode, all_steps[-1] if all_steps else -1)
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
                 self._core.wait_for_change(0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic())))
@@ -339,6 +345,7 @@ class Trial:
     # Workers and collections.
 
     def workers(self):
+        self._core.maybe_refresh()
         return list(self._core.workers())
 
     def collections(self):

@@ -2,6 +2,13 @@
 // the CLI11 app; the callback it installs sets *exit_code.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/rule_status.h"
+
 namespace CLI {
 class App;
 }
@@ -16,6 +23,14 @@ inline constexpr int kExitIssuesFound = 3;   // `run`/`status`: a rule found iss
 inline constexpr int kExitStopped = 4;       // `run`: a rule stopped the training
 inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command failed
 
+// Shared by `run` and `status`.
+nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
+std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
+
 void RegisterLs(CLI::App& app, int* exit_code);
+void RegisterStatus(CLI::App& app, int* exit_code);
+void RegisterRules(CLI::App& app, int* exit_code);
+void RegisterRuleWorker(CLI::App& app, int* exit_code);
+void RegisterRun(CLI::App& app, int* exit_code);
 
 }  // namespace trainscope::cli

@@ -10,7 +10,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "trainscope 0.1.0");
   int exit_code = trainscope::cli::kExitOk;
+  trainscope::cli::RegisterRun(app, &exit_code);
+  trainscope::cli::RegisterStatus(app, &exit_code);
   trainscope::cli::RegisterLs(app, &exit_code);
+  trainscope::cli::RegisterRules(app, &exit_code);
+  trainscope::cli::RegisterRuleWorker(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

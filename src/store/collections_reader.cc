@@ -35,16 +35,26 @@ Result<std::vector<std::string>> StringList(const json& j, std::string_view key,
   return out;
 }
 
+Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_view path);
+
 }  // namespace
 
 Result<CollectionsFile> ParseCollectionsFile(std::string_view text, std::string_view path) {
-  json doc;
+  // nlohmann reports through exceptions; none may leave this function.
   try {
-    doc = json::parse(text.begin(), text.end());
+    return ParseCollectionsJson(text, path);
   } catch (const json::parse_error& e) {
     return Status::Corruption(std::string(path) + ": invalid JSON at byte " +
                               std::to_string(e.byte) + ": " + e.what());
+  } catch (const json::exception& e) {  // e.g. a number too large for a double
+    return Status::Corruption(std::string(path) + ": not a collections file: " + e.what());
   }
+}
+
+namespace {
+
+Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_view path) {
+  const json doc = json::parse(text.begin(), text.end());
   if (!doc.is_object()) return Bad(path, "the top level is not an object");
   CollectionsFile out;
   if (auto meta = doc.find("_meta"); meta != doc.end() && meta->is_object()) {
@@ -80,6 +90,8 @@ Result<CollectionsFile> ParseCollectionsFile(std::string_view text, std::string_
             [](const CollectionInfo& a, const CollectionInfo& b) { return a.name < b.name; });
   return out;
 }
+
+}  // namespace
 
 Result<CollectionsListing> FindCollectionsFiles(Env* env, const std::string& root) {
   const std::string dir = JoinPath(JoinPath(root, trial_format::kCollectionsDir),

@@ -14,25 +14,41 @@ using trial_format::kFooterSize;
 using trial_format::kHeaderSize;
 using trial_format::kMagicFooter;
 
-StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step)
-    : step_(step), mode_(mode), mode_step_(mode_step) {}
+StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool)
+    : step_(step), mode_(mode), mode_step_(mode_step), pool_(pool) {}
+
+StepBuffer::~StepBuffer() { ReleaseChunks(&chunks_); }
+
+void StepBuffer::ReleaseChunks(std::vector<ChunkPool::Chunk>* chunks) {
+  if (pool_ != nullptr) {
+    for (ChunkPool::Chunk& c : *chunks) pool_->Put(std::move(c));
+  }
+  chunks->clear();
+}
+
+char* StepBuffer::NewChunk(size_t n, size_t* capacity) {
+  ChunkPool::Chunk c =
+      pool_ != nullptr ? pool_->Get(n) : ChunkPool::Chunk{std::unique_ptr<char[]>(new char[n]), n};
+  *capacity = c.capacity;
+  memory_bytes_ += c.capacity;
+  chunks_.push_back(std::move(c));
+  return chunks_.back().data.get();
+}
 
 char* StepBuffer::Reserve(size_t n) {
   if (n > kChunkSize / 4) {
     // A dedicated chunk: big records are written straight from it.
-    chunks_.emplace_back(new char[n]);
-    memory_bytes_ += n;
-    char* p = chunks_.back().get();
+    size_t cap = 0;
+    char* p = NewChunk(n, &cap);
     segments_.emplace_back(p, n);
     file_size_ += n;
     return p;
   }
   if (pack_ == nullptr || pack_cap_ - pack_used_ < n) {
     // Shared chunks grow from 64 KiB to kChunkSize, so a step of one small tensor stays small.
-    const size_t cap = std::max(n, std::clamp(2 * pack_cap_, kMinChunkSize, kChunkSize));
-    chunks_.emplace_back(new char[cap]);
-    memory_bytes_ += cap;
-    pack_ = chunks_.back().get();
+    const size_t want = std::max(n, std::clamp(2 * pack_cap_, kMinChunkSize, kChunkSize));
+    size_t cap = 0;
+    pack_ = NewChunk(want, &cap);
     pack_used_ = 0;
     pack_cap_ = cap;
   }
@@ -148,7 +164,7 @@ void StepBuffer::Finish() {
   if (!replaced_) return;
   replaced_ = false;
   // Lay the live records out again; the old chunks stay alive until the copies are made.
-  std::vector<std::unique_ptr<char[]>> old_chunks = std::move(chunks_);
+  std::vector<ChunkPool::Chunk> old_chunks = std::move(chunks_);
   std::vector<Record> old = std::move(records_);
   chunks_.clear();
   records_.clear();
@@ -173,6 +189,7 @@ void StepBuffer::Finish() {
     record_of_[n.name] = records_.size();
     records_.push_back(std::move(n));
   }
+  ReleaseChunks(&old_chunks);
 }
 
 std::vector<IndexTensorEntry> StepBuffer::TensorEntries() const {

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/chunk_pool.h"
 #include "store/index_file.h"
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
@@ -31,7 +32,12 @@ class StepBuffer {
   static constexpr size_t kChunkSize = size_t{1} << 20;
   static constexpr size_t kMinChunkSize = size_t{64} << 10;
 
-  StepBuffer(int64_t step, Mode mode, int64_t mode_step);
+  // `pool` (not owned, may be null) supplies the chunks and gets them back when the buffer dies;
+  // it must outlive the buffer.
+  StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool = nullptr);
+  ~StepBuffer();
+  StepBuffer(const StepBuffer&) = delete;
+  StepBuffer& operator=(const StepBuffer&) = delete;
 
   int64_t step() const { return step_; }
   Mode mode() const { return mode_; }
@@ -81,6 +87,8 @@ class StepBuffer {
 
   // Contiguous room for n bytes at the end of the file.
   char* Reserve(size_t n);
+  char* NewChunk(size_t n, size_t* capacity);
+  void ReleaseChunks(std::vector<ChunkPool::Chunk>* chunks);
   void AddBorrowedSegment(const char* p, size_t n);
   void AddRecord(std::string_view name, const TensorView& v, double wall_time, bool borrow);
   void AddStringRecord(std::string_view name, const TensorView& v, double wall_time);
@@ -88,7 +96,8 @@ class StepBuffer {
   int64_t step_;
   Mode mode_;
   int64_t mode_step_;
-  std::vector<std::unique_ptr<char[]>> chunks_;
+  ChunkPool* pool_;
+  std::vector<ChunkPool::Chunk> chunks_;
   char* pack_ = nullptr;   // current shared chunk
   size_t pack_used_ = 0;
   size_t pack_cap_ = 0;

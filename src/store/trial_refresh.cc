@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "store/index_fast_parser.h"
 #include "store/index_file.h"
 #include "store/trial_impl.h"
 
@@ -16,9 +17,14 @@ constexpr size_t kLoadBatch = 256;
 // How often WaitForChange lists folders when it cannot watch them.
 constexpr std::chrono::milliseconds kPollPeriod(20);
 
+// One index file of a batch. `view` points into `text` or into `slow`, so a Parsed never moves
+// once parsed (the batch vector is sized up front).
 struct Parsed {
-  FoundIndexFile* file;
-  IndexFile index;
+  FoundIndexFile* file = nullptr;
+  std::string text;
+  std::optional<IndexFile> slow;  // set when the fast parser declined the text
+  IndexFileView view;
+  bool ok = false;
 };
 
 }  // namespace
@@ -58,42 +64,54 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       ++more_errors;
     }
   };
-  std::vector<Parsed> batch;
-  batch.reserve(std::min(found.size(), kLoadBatch));
+  std::vector<Parsed> batch(std::min(found.size(), kLoadBatch));
   for (size_t begin = 0; begin < found.size(); begin += kLoadBatch) {
     const size_t end = std::min(found.size(), begin + kLoadBatch);
-    batch.clear();
     // Read and parse without holding mu_: queries go on meanwhile.
     for (size_t i = begin; i < end; ++i) {
-      FoundIndexFile& f = found[i];
-      auto text = env_->ReadFile(f.path);
+      Parsed& p = batch[i - begin];
+      p.file = &found[i];
+      p.ok = false;
+      p.slow.reset();
+      auto text = env_->ReadFile(p.file->path);
       if (!text.ok()) {
         // Gone (renamed away by a cleanup): skip it. Anything else: try again next refresh.
         if (text.status().code() != StatusCode::kNotFound) {
           note(text.status());
-          retry_.push_back(f);
+          retry_.push_back(*p.file);
         }
         continue;
       }
-      auto parsed = ParseIndexFile(*text, f.path);
+      p.text = std::move(text).value();
+      if (FastParseIndexFile(p.text, &p.view)) {
+        p.ok = true;
+        continue;
+      }
+      // Outside the fast parser's subset: the full parser decides (and names the error).
+      auto parsed = ParseIndexFile(p.text, p.file->path);
       if (!parsed.ok()) {
         note(parsed.status());  // a damaged file is reported once and not read again
         continue;
       }
-      batch.push_back(Parsed{&f, std::move(parsed).value()});
+      p.slow = std::move(parsed).value();
+      ViewOf(*p.slow, &p.view);
+      p.ok = true;
     }
     std::lock_guard<std::mutex> l(mu_);
-    for (Parsed& p : batch) {
-      const IndexFile& ix = p.index;
+    for (size_t i = 0; i < end - begin; ++i) {
+      const Parsed& p = batch[i];
+      if (!p.ok) continue;
+      const IndexFileView& ix = p.view;
       const uint16_t worker = index_.InternWorker(p.file->worker);
       if (ix.tensors.empty() && ix.shapes.empty()) continue;
       const uint32_t fid = index_.AddFile(p.file->step, worker, ix.mode, ix.mode_step,
-                                          ix.event_file_name);
-      for (const IndexTensorEntry& e : ix.tensors) {
+                                          std::string(ix.event_file_name));
+      for (const IndexTensorEntryView& e : ix.tensors) {
         index_.AddLocation(fid, e.tensorname, e.start_idx, e.length, e.crc32c);
       }
-      for (const IndexShapeEntry& e : ix.shapes) {
-        index_.AddShape(fid, e.tensorname, e.shape);
+      for (const IndexShapeEntryView& e : ix.shapes) {
+        index_.AddShape(fid, e.tensorname,
+                        std::span<const int64_t>(ix.dims.data() + e.first_dim, e.num_dims));
       }
       tracker_.AddWorkerStep(p.file->step, ix.mode, ix.mode_step);
       *changed = true;

@@ -19,7 +19,10 @@ namespace trainscope {
 class TrialWriter::Impl {
  public:
   Impl(std::string dir, WriterOptions options)
-      : dir_(std::move(dir)), options_(std::move(options)), env_(options_.env) {}
+      : dir_(std::move(dir)),
+        options_(std::move(options)),
+        env_(options_.env),
+        pool_(options_.max_queue_bytes) {}
 
   ~Impl() { (void)Close(); }
 
@@ -40,7 +43,7 @@ class TrialWriter::Impl {
                                      "; global steps must increase");
     }
     last_step_ = global_step;
-    step_ = std::make_unique<StepBuffer>(global_step, mode, mode_step);
+    step_ = std::make_unique<StepBuffer>(global_step, mode, mode_step, &pool_);
     // Already over the limit: drop now, before copying anything.
     dropping_ = false;
     dropped_any_ = false;
@@ -325,6 +328,9 @@ class TrialWriter::Impl {
   const std::string dir_;
   const WriterOptions options_;
   Env* const env_;
+  // Buffers of written steps, kept for reuse (fresh memory costs a page fault per 4 KiB on first
+  // touch; see chunk_pool.h), up to max_queue_bytes; freed when the writer is destroyed.
+  ChunkPool pool_;  // before every StepBuffer member: it must outlive them
 
   // Training thread only.
   std::unique_ptr<StepBuffer> step_;

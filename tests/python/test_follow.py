@@ -115,3 +115,39 @@ def test_missing_collection_files(trial_dir):
 def test_create_trial_waits_for_the_folder(tmp_path):
     with pytest.raises(TrialNotReady):
         trainscope.create_trial(str(tmp_path / "not-yet"), timeout=0.2)
+
+
+EXIT_WITHOUT_CLOSE = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from trainscope import _core
+    w = _core.TrialWriter(sys.argv[1])
+    w.write_collections('{"collections": {}, "_meta": {"num_workers": 1}}')
+    kept = np.arange(1 << 20, dtype=np.float64)  # 8 MiB borrowed without a copy
+    for step in range(3):
+        w.begin_step(step, 1, step)
+        w.add_tensor_nocopy("kept", kept)
+        w.add_tensor("copied", np.full(3, step))
+        w.end_step() if step < 2 else None   # step 2 left open
+    # no close(): the atexit hook must drain the queue, end step 2 and write the end marker,
+    # releasing the borrowed array from the writer thread while Python is still alive
+    """
+)
+
+
+def test_interpreter_exit_closes_open_writers(trial_dir):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)), env.get("PYTHONPATH")] if p
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_WITHOUT_CLOSE, str(trial_dir)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (trial_dir / "training_job_end.ts").exists()
+    trial = trainscope.create_trial(str(trial_dir), timeout=10)
+    assert trial.steps() == [0, 1, 2]
+    assert trial.tensor("kept").value(2)[-1] == (1 << 20) - 1
+    assert trial.tensor("copied").value(1).tolist() == [1, 1, 1]

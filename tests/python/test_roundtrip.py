@@ -38,7 +38,7 @@ def assert_same(got, want):
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert got.shape == want.shape
     # Bit-exact: compare the bytes (NaN == NaN, -0.0 != 0.0).
-    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+    assert got.tobytes(order="C") == want.tobytes(order="C")
 
 
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
@@ -57,7 +57,7 @@ def test_numpy_dtypes_and_shapes(trial_dir, dtype):
     trial = trainscope.create_trial(str(trial_dir))
     for k, want in cases.items():
         got = trial.tensor(f"{dtype}/{k}").value(0)
-        assert_same(got, np.ascontiguousarray(want))
+        assert_same(got, np.array(want, order="C"))
         assert not got.flags.writeable
 
 
@@ -189,7 +189,7 @@ def test_writer_rejects_bad_values(trial_dir):
     w.close()
 
 
-def test_cuda_tensor_is_refused_with_advice(trial_dir, torch_mod):
+def test_cuda_tensor_is_refused_with_advice(trial_dir):
     class FakeCuda:
         def __dlpack_device__(self):
             return (2, 0)
@@ -225,3 +225,31 @@ def test_modes_and_step_maps(trial_dir):
     assert trial.workers() == ["worker_0"]
     assert trial.has_passed_step(4) == trainscope.StepState.AVAILABLE
     assert trial.loaded_all_steps and trial.last_complete_step == 8
+
+
+def test_corrupted_value_raises_corruption(trial_dir):
+    write_trial(trial_dir, [(0, 1, 0, {"x": np.arange(64, dtype=np.float64)})])
+    (event_file,) = (trial_dir / "events").rglob("*.tfevents")
+    data = bytearray(event_file.read_bytes())
+    data[-40] ^= 0xFF  # a byte inside the tensor's payload
+    event_file.write_bytes(bytes(data))
+    trial = trainscope.create_trial(str(trial_dir))
+    with pytest.raises(trainscope.exceptions.TrialCorruptionError, match="tfevents") as info:
+        trial.tensor("x").value(0)
+    assert isinstance(info.value, trainscope.exceptions.IndexReaderException)
+
+
+def test_dropping_an_open_writer_closes_it(trial_dir):
+    import gc
+
+    w = _core.TrialWriter(str(trial_dir))
+    w.write_collections('{"collections": {}, "_meta": {"num_workers": 1}}')
+    for step in range(4):  # no-copy tensors are released by the writer thread under the GIL
+        w.begin_step(step, 1, step)
+        w.add_tensor_nocopy("x", np.full(1 << 16, step, dtype=np.int32))
+        w.end_step()
+    del w  # the destructor drains the queue with the GIL released (no deadlock)
+    gc.collect()
+    trial = trainscope.create_trial(str(trial_dir))
+    assert trial.steps() == [0, 1, 2, 3] and trial.loaded_all_steps
+    assert int(trial.tensor("x").value(3)[-1]) == 3

@@ -163,11 +163,18 @@ def test_tensor_answers(case):
                     g = want["global_step"]
                     assert got == attempt(lambda: t.value(g), encode_array), (tname, mode_name, ms)
                 else:
-                    assert got == want, (tname, mode_name, ms)
+                    g = trial.global_step(mode, int(ms))
+                    written = written_value(exp, tname, g) if g is not None else None
+                    assert got == (written if "error" in want and written else want), (tname, mode_name, ms)
     assert checked_values > 0
 
 
 def reference_reduction(value, red, is_abs):
+    with np.errstate(all="ignore"):  # the dtypes fixture holds each type's extremes
+        return _reference_reduction(value, red, is_abs)
+
+
+def _reference_reduction(value, red, is_abs):
     x = np.asarray(value)
     x = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64).ravel()
     x = np.abs(x) if (is_abs or x.dtype.kind == "c") else x

@@ -26,13 +26,15 @@ made, or at the first step for collections configured after it was made.
 """
 
 import atexit
+import json
 import os
+import sys
 
 import torch
 
 from .. import modes as _modes
 from .._native import load as _load_core
-from ..exceptions import SMDebugError, SMDebugTypeError, SMDebugValueError
+from ..exceptions import SMDebugError, SMDebugTypeError, SMDebugValueError, TrainingStopped
 from . import _configs, singleton
 from ._device import DeviceStepBuffer
 from .collection import Collection, CollectionKeys
@@ -160,6 +162,9 @@ class Hook:
         self._c = _core_hook
         summary = self._c.config()
         self.out_dir = summary["out_dir"]
+        # A rule's stop action writes this file (docs/formats/stop_signal.md); the hook checks it
+        # at every step boundary: one stat.
+        self._stop_file = os.path.join(self.out_dir, "rule-output", "stop_training.json")
         self.dry_run = summary["dry_run"]
         self.save_all = summary["save_all"]
         self.include_regex = summary["include_regex"]
@@ -247,6 +252,8 @@ class Hook:
     def _boundary(self):
         if self._closed:
             return
+        if self._stop_file is not None and os.path.exists(self._stop_file):
+            self._stop_requested()
         if not self._prepared:
             self._prepare()  # configuration errors raise here, before the first step runs
         if self._device:
@@ -256,6 +263,26 @@ class Hook:
             self._io_counts.clear()
         if saving:
             self._save_params()
+
+    def _stop_requested(self):
+        """A rule (or a person) asked the training to stop: flush and close the trial, say why,
+        and end the process cleanly (TrainingStopped is a SystemExit, so `except Exception` in a
+        training loop does not swallow it)."""
+        reason = ""
+        try:
+            with open(self._stop_file) as f:
+                req = json.loads(f.read() or "{}")
+            reason = (f"{req.get('rule') or 'a person'} at step {req.get('step', '?')}: "
+                      f"{req.get('explanation', '')}")
+        except (OSError, ValueError):
+            reason = "stop file present (no reason given)"
+        self._stop_file = None
+        try:
+            self.close()
+        finally:
+            print(f"trainscope: training stopped on request of {reason}", file=sys.stderr,
+                  flush=True)
+            raise TrainingStopped(reason)
 
     def _flush_device(self):
         try:
@@ -301,6 +328,7 @@ class Hook:
         else:
             for sub in top.modules():
                 self._add_forward_hook(sub)
+        self._attach_activation_modules(top)
         for pname, p in top.named_parameters():
             name = f"{top_name}_{pname}"
             self._params.append((name, p))
@@ -308,6 +336,28 @@ class Hook:
                 self._handles.append(p.register_hook(self._grad_hook(self.GRADIENT_PREFIX + name)))
 
     register_hook = register_module  # smdebug's alias
+
+    # Activation modules, by the collections the activation rules ask for. smdebug's regexes
+    # (".*relu_output") only match modules *named* relu; in nn.Sequential a ReLU is named "1"
+    # ("1_output_0"). So when one of these collections is configured, the hook adds the matching
+    # modules' tensors to it by type, whatever their names (smdebug's add_module_tensors).
+    _ACTIVATION_COLLECTIONS = (
+        ("relu_output", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), False, True),
+        ("relu_input", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), True, False),
+        ("saturated_activation_inputs", (torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Hardtanh,
+                                         torch.nn.Hardsigmoid), True, False),
+    )
+
+    def _attach_activation_modules(self, top):
+        configured = set(self._c.collection_names())
+        for cname, types, inputs, outputs in self._ACTIVATION_COLLECTIONS:
+            if cname not in configured:
+                continue
+            coll = self.get_collection(cname)
+            for sub in top.modules():
+                if isinstance(sub, types) and sub is not top:
+                    coll.add_module_tensors(sub, inputs=inputs, outputs=outputs)
+            coll._apply_modules()  # the modules are named already
 
     def register_loss(self, loss_module):
         """Saves the output of a loss module as <LossClass>_output_0 (collection losses)."""

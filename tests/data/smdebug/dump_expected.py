@@ -5,6 +5,7 @@ Run after make_fixtures.py, with the same virtualenv:
 
     /tmp/tv/bin/python tests/data/smdebug/dump_expected.py            # all fixtures
     /tmp/tv/bin/python tests/data/smdebug/dump_expected.py dtypes     # just one
+    /tmp/tv/bin/python tests/data/smdebug/dump_expected.py --check    # exit 1 if a file is stale
 
 Every answer comes from smdebug.trials.create_trial(<fixture>) and its Trial/Tensor methods; where
 smdebug raises, the exception's class name is recorded instead ({"error": "StepUnavailable"}).
@@ -16,7 +17,7 @@ JSON schema (all step numbers are JSON object keys, i.e. strings):
   fixture, smdebug_version, numpy_version
   trial:
     workers, num_workers, loaded_all_steps, last_complete_step, modes (names, not GLOBAL),
-    steps {MODE: [...]}, steps_with_incomplete {MODE: [...]}        MODE in GLOBAL/TRAIN/EVAL/PREDICT
+    steps {MODE: [...]}, steps_with_incomplete {MODE: [...]}    MODE: GLOBAL/TRAIN/EVAL/PREDICT
     mode_of_step {global: [mode name, mode step]}                    trial.mode / trial.mode_step
     global_step {MODE: {mode step: global step}}                    trial.global_step
     has_passed_step {MODE: {step: StepState name}}
@@ -89,7 +90,10 @@ def encode_array(a):
     if isinstance(a, np.generic):
         return {"pytype": type(a).__name__, "value": encode_scalar(a)}
     if a is None or isinstance(a, (bool, int, float, str)):
-        return {"pytype": type(a).__name__, "value": a if not isinstance(a, float) else encode_scalar(a)}
+        return {
+            "pytype": type(a).__name__,
+            "value": a if not isinstance(a, float) else encode_scalar(a),
+        }
     return {"pytype": type(a).__name__, "value": repr(a)}
 
 
@@ -143,11 +147,16 @@ def describe_trial(trial, modes):
             str(g): [_mode_name(trial.mode(g)), trial.mode_step(g)] for g in probe_steps
         },
         "global_step": {
-            m.name: {str(s): trial.global_step(m, s) for s in steps_inc[m.name] + [max(steps_inc[m.name] or [-1]) + 1]}
+            m.name: {
+                str(s): trial.global_step(m, s)
+                for s in steps_inc[m.name] + [max(steps_inc[m.name] or [-1]) + 1]
+            }
             for m in modes
         },
         "has_passed_step": {
-            m.name: {str(s): attempt(lambda: trial.has_passed_step(s, mode=m).name) for s in probe_steps}
+            m.name: {
+                str(s): attempt(lambda: trial.has_passed_step(s, mode=m).name) for s in probe_steps
+            }
             for m in [ModeKeys.GLOBAL] + modes
         },
         "tensor_names": trial.tensor_names(),
@@ -226,7 +235,9 @@ def describe_tensor(trial, name, modes, global_steps):
                 )
     return {
         "steps": {m.name: t.steps(mode=m) for m in all_modes},
-        "steps_with_incomplete": {m.name: t.steps(mode=m, show_incomplete_steps=True) for m in all_modes},
+        "steps_with_incomplete": {
+            m.name: t.steps(mode=m, show_incomplete_steps=True) for m in all_modes
+        },
         "at": at,
         "mode_values": mode_values,
         "reduction_value": reduction_value,
@@ -250,14 +261,20 @@ def written_dtypes():
     written = {}
     for step in (0, 1):
         for name, value in make_fixtures.dtype_cases(step).items():
-            rec = {"write_error": failures[(name, step)]} if (name, step) in failures else encode_array(value)
+            rec = (
+                {"write_error": failures[(name, step)]}
+                if (name, step) in failures
+                else encode_array(value)
+            )
             written.setdefault(name, {})[str(step)] = rec
     return written
 
 
 def recomputed_mlp(args, steps):
     captured = make_fixtures.train_mlp(**args)
-    return {name: {s: v for s, v in by_step.items() if s in steps} for name, by_step in captured.items()}
+    return {
+        name: {s: v for s, v in by_step.items() if s in steps} for name, by_step in captured.items()
+    }
 
 
 def check_against_read(trial, recomputed):
@@ -270,7 +287,9 @@ def check_against_read(trial, recomputed):
             except Exception:  # noqa: BLE001 (unreadable: that is what "written" is for)
                 continue
             if not np.array_equal(got, want):
-                raise SystemExit(f"{name} step {step}: smdebug read {got}, recomputation gave {want}")
+                raise SystemExit(
+                    f"{name} step {step}: smdebug read {got}, recomputation gave {want}"
+                )
             checked += 1
     if checked == 0:
         raise SystemExit("recomputation check compared nothing")
@@ -287,15 +306,16 @@ DEPTH_BY_TOP_KEY = {"written": 3}  # one line per (tensor, step)
 def dumps(obj, depth=0, limit=DEPTH):
     if isinstance(obj, dict) and obj and depth < limit:
         pad = " " * (depth + 1)
-        items = [
-            f"{pad}{json.dumps(k)}: {dumps(v, depth + 1, DEPTH_BY_TOP_KEY.get(k, limit) if depth == 0 else limit)}"
-            for k, v in obj.items()
-        ]
+        items = []
+        for k, v in obj.items():
+            child_limit = DEPTH_BY_TOP_KEY.get(k, limit) if depth == 0 else limit
+            items.append(f"{pad}{json.dumps(k)}: {dumps(v, depth + 1, child_limit)}")
         return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def dump(name):
+def dump(name, check=False):
+    """Writes expected/<name>.json; with check, only compares and returns whether it is current."""
     import smdebug  # noqa: PLC0415
     from smdebug.core.modes import ModeKeys  # noqa: PLC0415
     from smdebug.trials import create_trial  # noqa: PLC0415
@@ -308,7 +328,9 @@ def dump(name):
         "smdebug_version": smdebug.__version__,
         "numpy_version": np.__version__,
         "trial": info,
-        "tensors": {n: describe_tensor(trial, n, modes, global_steps) for n in trial.tensor_names()},
+        "tensors": {
+            n: describe_tensor(trial, n, modes, global_steps) for n in trial.tensor_names()
+        },
     }
     if name == "dtypes":
         out["written"] = written_dtypes()
@@ -322,22 +344,35 @@ def dump(name):
                 for n, by_step in sorted(recomputed.items())
             }
     path = os.path.join(HERE, "expected", f"{name}.json")
+    text = dumps(out) + "\n"
+    if check:
+        try:
+            with open(path, encoding="utf-8") as f:
+                same = f.read() == text
+        except FileNotFoundError:
+            same = False
+        print(f"{'up to date' if same else 'STALE'}: {path}")
+        return same
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(dumps(out) + "\n")
+        f.write(text)
     print(f"wrote {path}")
+    return True
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(FIXTURES)}")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a file is stale"
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(FIXTURES))
     if unknown:
         parser.error(f"unknown fixture(s) {unknown}; choose from {list(FIXTURES)}")
-    for name in args.names or FIXTURES:
-        dump(name)
+    results = [dump(name, check=args.check) for name in args.names or FIXTURES]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

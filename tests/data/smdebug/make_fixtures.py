@@ -7,23 +7,26 @@ Run with the project virtualenv (smdebug 1.0.34, torch, numpy 2.x):
     /tmp/tv/bin/python tests/data/smdebug/make_fixtures.py dtypes     # just one
 
 Each fixture folder tests/data/smdebug/<name>/ is deleted and written again. Tensor values are
-deterministic (fixed seeds, CPU); the bytes are not quite: smdebug stamps every event with the wall
-time, and names TensorBoard files after the process id and host name.
+deterministic (fixed seeds, CPU, one torch thread; the script re-executes itself with
+PYTHONHASHSEED=0 so collections files list collections in a stable order); the bytes are not quite:
+smdebug stamps every event with the wall time, and names TensorBoard files after the process id and
+host name.
 
 Everything is written by smdebug through its public API, the way a user would call it:
-  pt_modes            smdebug.pytorch.Hook on a small MLP, 6 TRAIN + 3 EVAL steps, reductions, TB export
+  pt_modes            smdebug.pytorch.Hook on an MLP, 6 TRAIN + 3 EVAL steps, reductions, TB export
   dtypes              smdebug.core.writer.FileWriter, one tensor per (dtype, shape)
   save_shape          Hook with ReductionConfig(save_raw_tensor=True, save_shape=True)
-  two_workers         a real 2-process gloo run with include_workers="all"; worker_1's index file for
-                      the last step is then removed and so is the end marker (worker_1 "lags")
+  two_workers         a real 2-process gloo run with include_workers="all"; worker_1's index file
+                      for the last step is then removed and so is the end marker (worker_1 "lags")
   two_workers_ended   the same files plus training_job_end.ts
 
 numpy 2.x: smdebug 1.0.34 calls ndarray.tostring() (gone in numpy 2.3) and float() on a (1,)-array
-(an error in numpy 2.x). smdebug_numpy2_compat.py (beside this file) patches those two calls from the
-outside; see its docstring. Nothing else of smdebug is changed.
+(an error in numpy 2.x). smdebug_numpy2_compat.py (beside this file) patches those two calls from
+the outside; see its docstring. Nothing else of smdebug is changed.
 
 The values handed to smdebug are reproducible without smdebug: dump_expected.py imports
-dtype_cases() and train_mlp() from here to record what was written where smdebug cannot read it back.
+dtype_cases() and train_mlp() from here to record what was written where smdebug cannot read it
+back.
 """
 
 import argparse
@@ -98,6 +101,7 @@ def train_mlp(sizes, train_steps, eval_steps, seed, hook=None, before_register=N
     as they were at the step's forward, gradients after its backward, relu output, loss.
     """
     torch = _torch()
+    torch.set_num_threads(1)  # same arithmetic order whatever the machine
     torch.manual_seed(seed)
     net = make_mlp(sizes)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -176,11 +180,20 @@ def write_pt_modes(out):
         export_tensorboard=True,
         save_config=smd.SaveConfig(save_interval=2),
         reduction_config=reduction_config,
-        include_collections=["weights", "biases", "gradients", "losses", "relu_activations", "custom"],
+        include_collections=[
+            "weights",
+            "biases",
+            "gradients",
+            "losses",
+            "relu_activations",
+            "custom",
+        ],
     )
 
     def add_module_collections(h, net):
-        h.get_collection("relu_activations").add_module_tensors(net.relu, inputs=False, outputs=True)
+        h.get_collection("relu_activations").add_module_tensors(
+            net.relu, inputs=False, outputs=True
+        )
         h.get_collection("custom").include("^labels$")
         h.get_collection("custom").include("^first_input_fp16$")
         # TensorBoard histograms only for weights and biases (keeps the fixture small).
@@ -370,7 +383,9 @@ def check_layout(out, expected_files):
         if not os.path.relpath(d, out).startswith("tensorboard")
     )
     if found != sorted(expected_files):
-        raise SystemExit(f"{out}: unexpected layout\n found {found}\n want {sorted(expected_files)}")
+        raise SystemExit(
+            f"{out}: unexpected layout\n found {found}\n want {sorted(expected_files)}"
+        )
 
 
 def _step_files(steps, workers=("worker_0",)):
@@ -387,8 +402,15 @@ def _collections_files(workers=("worker_0",)):
 
 
 def main(argv=None):
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # smdebug writes collections in set order; a fixed hash seed keeps the files stable.
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        args = sys.argv[1:] if argv is None else list(argv)
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *args], env)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(ALL_FIXTURES)}")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"any of {', '.join(ALL_FIXTURES)}"
+    )
     parser.add_argument("--out", default=HERE, help="parent folder of the fixtures (default: here)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(ALL_FIXTURES))

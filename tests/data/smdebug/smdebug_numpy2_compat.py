@@ -9,8 +9,9 @@ smdebug 1.0.34 was written for numpy 1.x. Two of its writer paths break under nu
 
 The fix wraps the two functions as ``smdebug.core.writer`` sees them: the array handed to smdebug's
 own encoder is a view whose class adds ``tostring`` (returning ``tobytes()``, byte-for-byte what
-numpy 1.x returned), and a 1-element scalar is reshaped to 0-d before smdebug converts it. smdebug's
-code still does all the encoding, so the bytes on disk are what smdebug 1.0.34 writes under numpy 1.x.
+numpy 1.x returned), and a 1-element scalar is reshaped to 0-d before smdebug converts it.
+smdebug's code still does all the encoding, so the bytes on disk are what smdebug 1.0.34 writes
+under numpy 1.x.
 
 The reader side of smdebug needs no patch.
 
