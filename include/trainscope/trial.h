@@ -17,7 +17,42 @@
 //
 // Errors: NotFound (no such tensor/step/worker), Unavailable (not yet written), OutOfRange (the
 // job ended before the step), Corruption (names the file and byte offset).
-// Thread safety: all methods are thread-safe (one internal mutex; value decoding runs outside it).
+//
+// smdebug's exceptions. Where smdebug raises one of its exceptions, the Status message starts
+// with "<ExceptionName>: " (the name, a colon, a space), so bindings map it back by prefix:
+//   smdebug exception          StatusCode        message prefix
+//   TensorUnavailable          kNotFound         "TensorUnavailable: "
+//   TensorUnavailableForStep   kNotFound         "TensorUnavailableForStep: " (the message
+//                                                contains "has_reductions=true" or
+//                                                "has_reductions=false")
+//   StepUnavailable            kNotFound         "StepUnavailable: "
+//   StepNotYetAvailable        kUnavailable      "StepNotYetAvailable: "
+//   NoMoreData                 kOutOfRange       "NoMoreData: "
+//   ShapeUnavailableForStep    kNotFound         "ShapeUnavailableForStep: "
+//   InvalidWorker              kInvalidArgument  "InvalidWorker: "
+//   MissingCollectionFiles     kNotFound         "MissingCollectionFiles: " (Open/OpenWhenReady)
+// Other codes have no smdebug counterpart: Corruption (a damaged index or event file: smdebug
+// raised assorted errors), IOError, InvalidArgument without a prefix (a bad regex, both regex
+// and collection given: smdebug's ValueError), NotFound without a prefix (unknown collection:
+// smdebug's KeyError; a missing event file). Value/ReductionValue/Shape/SavedReductions/
+// TensorWorkers raise as smdebug's Tensor._step does: tensor never seen -> TensorUnavailable;
+// step known but tensor absent -> TensorUnavailableForStep; otherwise by HasPassedStep:
+// kUnavailable -> StepUnavailable, kNotYetAvailable -> NoMoreData once all steps are loaded,
+// else StepNotYetAvailable.
+//
+// Deliberate differences from smdebug (each is a fix):
+// - the incomplete-step window counts pending steps (smdebug counts all steps and compares with
+//   last_complete_step + 1, right only for dense steps) and repeats its half-window jump until
+//   at most `incomplete_step_window` steps wait (smdebug jumps once per refresh);
+// - index files that arrive late for steps at or below last_complete_step are still read
+//   (smdebug's listing resumes after last_complete_step and drops them);
+// - values are keyed by global step (smdebug keys a tensor's steps by mode step);
+// - Tensor steps use global-step completeness for every mode (smdebug compared mode steps with
+//   last_complete_step).
+//
+// Thread safety: all methods are thread-safe. Queries hold an internal mutex only briefly;
+// reading index files and decoding values run outside it, and a thread blocked in
+// WaitForChange does not hold up other threads' queries.
 #pragma once
 
 #include <chrono>
@@ -70,8 +105,9 @@ class Trial {
   // Opens a trial. Unavailable if no collections file exists yet (the caller decides whether to
   // wait: see WaitForCollections); NotFound if `path` does not exist.
   static Result<std::unique_ptr<Trial>> Open(const std::string& path, TrialOptions options = {});
-  // Polls for the collections files (every `poll`) until they exist, the end marker appears
-  // without them (NotFound, "no debugging data was saved"), or `timeout` passes (Unavailable).
+  // Polls (every `poll`) for the folder and the collections files of every worker until they
+  // exist, the end marker appears without them (NotFound, "MissingCollectionFiles: no debugging
+  // data was saved ..."), or `timeout` passes (Unavailable), as smdebug's create_trial waits.
   static Result<std::unique_ptr<Trial>> OpenWhenReady(
       const std::string& path, TrialOptions options = {},
       std::chrono::milliseconds timeout = std::chrono::hours(24 * 365),
@@ -81,11 +117,19 @@ class Trial {
   const std::string& path() const;
   std::string name() const;  // basename of the path
 
-  // Reads index files not read yet. Cheap when nothing changed.
+  // Reads index files not read yet. Cheap when nothing changed. Once the end marker is seen it
+  // waits end_delay, reads once more and sets loaded_all_steps (smdebug's final refresh).
+  // A damaged index file is reported once (Corruption naming it; "N more failed" counts the
+  // others) and then skipped for good; every readable file is still loaded. Queries that
+  // refresh implicitly ignore such errors (they answer with what could be read).
   Status Refresh();
   // Refresh() unless all steps are loaded or the last refresh is younger than refresh_interval.
   Status MaybeRefresh();
-  // Blocks until a new index file appears or `timeout` passes (inotify or polling), then refreshes.
+  // Returns as soon as a refresh loaded something new (index files, or the end of the job:
+  // loaded_all_steps), or when `timeout` passes, or at once if all steps are loaded. Blocks on
+  // inotify when it can (a new step shows within milliseconds), else lists the newest index
+  // folders every 20 ms. Other threads' queries are not blocked meanwhile. OK on timeout; an
+  // error only when a refresh failed (see Refresh).
   Status WaitForChange(std::chrono::milliseconds timeout);
 
   // Workers, sorted, from the collections files.

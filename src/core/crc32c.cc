@@ -35,10 +35,7 @@ bool DetectSse42() {
   return (c & bit_SSE4_2) != 0;
 }
 
-// Three independent streams hide the 3-cycle latency of the crc32 instruction; the streams are
-// combined with a carry-less-free shift table (zeros extension via the portable tables is too
-// slow), so we use the simple approach: process large blocks as 3 interleaved lanes and merge
-// them by extending lane CRCs with "shift by block" operators computed once.
+// One stream of crc32 instructions: latency-bound (3 cycles per 8 bytes). Used for the tail.
 __attribute__((target("sse4.2"))) uint32_t ExtendSse42Simple(uint32_t crc, const uint8_t* p,
                                                              size_t n) {
   uint64_t c = crc;
@@ -57,7 +54,9 @@ __attribute__((target("sse4.2"))) uint32_t ExtendSse42Simple(uint32_t crc, const
   return static_cast<uint32_t>(c);
 }
 
-// Multiplies two polynomials mod P (bit-reflected), for combining lanes.
+// Three independent streams hide the instruction's latency; their CRCs are merged with the
+// "append n zero bytes" operator x^(8n) mod P, applied by a GF(2) multiplication.
+// Multiplies two polynomials mod P (bit-reflected).
 uint32_t GfMultiply(uint32_t a, uint32_t b) {
   uint32_t product = 0;
   for (int i = 0; i < 32; ++i) {
@@ -81,21 +80,31 @@ uint32_t ZerosOperator(size_t n) {
   return result;
 }
 
-constexpr size_t kLane = 4096;  // bytes per lane per round
+// The map crc -> crc * op is linear over GF(2), so it is 4 table lookups (one per byte).
+struct ShiftTable {
+  uint32_t t[4][256];
+  explicit ShiftTable(uint32_t op) {
+    for (int k = 0; k < 4; ++k) {
+      for (uint32_t b = 0; b < 256; ++b) t[k][b] = GfMultiply(b << (8 * k), op);
+    }
+  }
+  uint32_t operator()(uint32_t crc) const {
+    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
+  }
+};
 
-__attribute__((target("sse4.2"))) uint32_t ShiftCrc(uint32_t crc, uint32_t op) {
-  return GfMultiply(crc, op);
-}
-
-__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const uint8_t* p, size_t n) {
-  static const uint32_t kShiftLane = ZerosOperator(kLane);
-  static const uint32_t kShift2Lanes = ZerosOperator(2 * kLane);
-  uint64_t c0 = crc;
-  while (n >= 3 * kLane) {
+// Processes as many rounds of 3 interleaved lanes of `lane` bytes as fit, merging the lanes:
+// crc(A|B|C) = shift(crc(A), |B|+|C|) ^ shift(crc0(B), |C|) ^ crc0(C), on raw register states
+// (the caller applies the pre/post inversion).
+template <size_t kLaneBytes>
+__attribute__((target("sse4.2"))) uint64_t ThreeLanes(uint64_t c0, const uint8_t*& p, size_t& n) {
+  static const ShiftTable kShift1(ZerosOperator(kLaneBytes));
+  static const ShiftTable kShift2(ZerosOperator(2 * kLaneBytes));
+  while (n >= 3 * kLaneBytes) {
     uint64_t c1 = 0, c2 = 0;
-    const uint8_t* p1 = p + kLane;
-    const uint8_t* p2 = p + 2 * kLane;
-    for (size_t i = 0; i < kLane; i += 8) {
+    const uint8_t* p1 = p + kLaneBytes;
+    const uint8_t* p2 = p + 2 * kLaneBytes;
+    for (size_t i = 0; i < kLaneBytes; i += 8) {
       uint64_t v0, v1, v2;
       std::memcpy(&v0, p + i, 8);
       std::memcpy(&v1, p1 + i, 8);
@@ -104,16 +113,18 @@ __attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const uint8
       c1 = _mm_crc32_u64(c1, v1);
       c2 = _mm_crc32_u64(c2, v2);
     }
-    // crc(A|B|C) = shift(crc(A), |B|+|C|) ^ shift(crc0(B), |C|) ^ crc0(C), with raw (unfinalised)
-    // states; the ~ pre/post conditioning is applied by the caller.
-    uint32_t combined = ShiftCrc(static_cast<uint32_t>(c0), kShift2Lanes) ^
-                        ShiftCrc(static_cast<uint32_t>(c1), kShiftLane) ^
-                        static_cast<uint32_t>(c2);
-    c0 = combined;
-    p += 3 * kLane;
-    n -= 3 * kLane;
+    c0 = kShift2(static_cast<uint32_t>(c0)) ^ kShift1(static_cast<uint32_t>(c1)) ^
+         static_cast<uint32_t>(c2);
+    p += 3 * kLaneBytes;
+    n -= 3 * kLaneBytes;
   }
-  return ExtendSse42Simple(static_cast<uint32_t>(c0), p, n);
+  return c0;
+}
+
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t crc, const uint8_t* p, size_t n) {
+  uint64_t c = ThreeLanes<4096>(crc, p, n);
+  c = ThreeLanes<256>(c, p, n);
+  return ExtendSse42Simple(static_cast<uint32_t>(c), p, n);
 }
 
 const bool kHaveSse42 = DetectSse42();

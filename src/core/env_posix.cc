@@ -209,8 +209,29 @@ class PosixEnv final : public Env {
     return out;
   }
 
+  // One open and reads to the end of that file, so a file replaced (renamed over) meanwhile is
+  // read whole, old or new, never a mix.
   Result<std::string> ReadFile(const std::string& path) override {
-    return ReadRange(path, 0, FileSizeOr(path));
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
+      return Status::FromErrno("open", path, errno);
+    }
+    std::string out;
+    char buf[64 * 1024];
+    for (;;) {
+      ssize_t r = ::read(fd, buf, sizeof(buf));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        Status s = Status::FromErrno("read", path, errno);
+        ::close(fd);
+        return s;
+      }
+      if (r == 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    ::close(fd);
+    return out;
   }
 
   Status RenameFile(const std::string& from, const std::string& to) override {
@@ -290,11 +311,6 @@ class PosixEnv final : public Env {
     return std::unique_ptr<ChangeNotifier>(new InotifyNotifier(fd));
   }
 
- private:
-  size_t FileSizeOr(const std::string& path) {
-    auto s = GetFileSize(path);
-    return s.ok() ? static_cast<size_t>(*s) : 0;
-  }
 };
 
 }  // namespace

@@ -54,7 +54,9 @@ inline double Load<std::complex<double>>(const std::complex<double>* p, size_t i
 }
 template <>
 inline double Load<bool>(const bool* p, size_t i) {
-  return p[i] ? 1.0 : 0.0;
+  // Read the byte, not a bool: bytes from a file may hold values other than 0 and 1, and
+  // loading those as bool is undefined behaviour (any non-zero byte is true, as in numpy).
+  return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
 }
 
 // Accumulates one block of up to kBlock elements in two cache-resident passes, then merges it

@@ -1,0 +1,71 @@
+// CRC32C throughput per core, beside the limits it chases: memcpy and a plain read of the
+// same bytes (memory bandwidth), and the portable table implementation.
+// Goal (issue: foundation): at least 10 GB/s per core with the hardware instruction.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "trainscope/crc32c.h"
+
+namespace {
+
+std::vector<char> Buffer(size_t n) {
+  std::vector<char> b(n);
+  std::mt19937 rng(1);
+  for (auto& c : b) c = static_cast<char>(rng());
+  return b;
+}
+
+void BM_Crc32c(benchmark::State& state) {
+  auto buf = Buffer(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(trainscope::crc32c::Value(buf.data(), buf.size()));
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+  state.SetLabel(trainscope::crc32c::HardwareAccelerated() ? "sse4.2" : "portable");
+}
+
+void BM_Crc32cPortable(benchmark::State& state) {
+  auto buf = Buffer(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(trainscope::crc32c::ExtendPortable(0, buf.data(), buf.size()));
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  auto buf = Buffer(static_cast<size_t>(state.range(0)));
+  std::vector<char> dst(buf.size());
+  for (auto _ : state) {
+    std::memcpy(dst.data(), buf.data(), buf.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+// Reads every byte once (a sum of 64-bit words): the memory-read bandwidth ceiling.
+void BM_ReadBandwidth(benchmark::State& state) {
+  auto buf = Buffer(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    uint64_t acc = 0;
+    for (size_t i = 0; i + 8 <= buf.size(); i += 8) {
+      uint64_t v;
+      std::memcpy(&v, buf.data() + i, 8);
+      acc += v;
+    }
+    benchmark::DoNotOptimize(acc);
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+// 4 KB (a small tensor record), 1 MB (fits in L2/L3) and 64 MB (memory bound).
+BENCHMARK(BM_Crc32c)->Arg(4 << 10)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_Crc32cPortable)->Arg(1 << 20);
+BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_ReadBandwidth)->Arg(1 << 20)->Arg(64 << 20);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,178 @@
+// Hook: decides which tensors to save at which step and writes them into a trial, for native
+// (C++) trainers and, through the Python bindings, for trainscope.pytorch.
+//
+// Usage:
+//   TS_ASSIGN_OR_RETURN(auto hook, Hook::Create(config));   // or Hook::CreateFromJsonFile()
+//   hook->SetMode(Mode::kTrain);
+//   for (...) {
+//     Hook::StepScope step(*hook);                 // step boundary (Step() ... EndStep())
+//     if (hook->is_saving_step()) {
+//       hook->SaveTensor("Net_fc1.weight", view);  // saved as the collections say, or not at all
+//     }
+//     hook->SaveScalar("loss", loss);              // "scalar/loss", always written
+//   }
+//   hook->Close();
+//
+// Steps (smdebug's semantics): counters start at -1, so the first Step() is global step 0 and
+// step 0 of the current mode; the global step grows in every mode; each mode has its own step.
+// A step is a saving step when at least one included collection is due at the current mode step
+// (gradients and optimizer_variables are never due in EVAL or PREDICT). On any other step every
+// Save* call returns at once, so a caller may check is_saving_step() and do nothing at all.
+//
+// Plan(name) says what a tensor of that name gets at the current step (raw value, reductions,
+// shape, TensorBoard histogram). Membership of a name in the collections is computed once
+// (regexes run once per name); the plan for a set of due collections is cached, so repeated
+// lookups are two hash hits.
+//
+// Fail open: Save*, Step and Close never throw and never stop training. The first error is
+// printed once to stderr with the tensor and step (unless config.quiet); later ones are counted
+// (stats().errors). Configuration errors are returned by Create (and by Prepare, for collections
+// changed after Create).
+//
+// Workers: worker_<rank>. With include_workers = kOne only rank 0 writes (other ranks plan and
+// write nothing); with kAll every rank writes its own files and the collections file says
+// num_workers = world size. The end marker training_job_end.ts is written once ALL writing
+// workers have closed with their steps on disk (each records <out_dir>/.trainscope/done/<worker>
+// first; the last to finish writes the marker), so a reader never sees it early.
+//
+// Thread safety: one thread at a time (the training thread); the bindings serialise calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/collection.h"
+#include "trainscope/hook_config.h"
+#include "trainscope/modes.h"
+#include "trainscope/reductions.h"
+#include "trainscope/status.h"
+#include "trainscope/tensor.h"
+
+namespace trainscope {
+
+// What to do with one tensor at the current step.
+struct TensorPlan {
+  bool save = false;        // anything at all (false: skip the tensor)
+  bool save_raw = false;    // the value itself
+  bool save_shape = false;  // its shape (index shape_payload)
+  std::vector<Reduction> reductions;  // each written as smdebug/reductions/[abs_]<op>/<name>
+  std::string histogram_tag;          // non-empty: TensorBoard histogram "<collection>/<name>"
+  bool tensorboard_scalar = false;    // in a scalar collection (losses...): TensorBoard scalar
+};
+
+struct HookStats {
+  int64_t steps_saved = 0;      // steps that wrote at least one tensor
+  int64_t tensors_saved = 0;    // raw values written
+  int64_t reductions_saved = 0;
+  uint64_t raw_bytes = 0;       // bytes of raw values handed to the writer
+  int64_t errors = 0;           // failures reported (the first one printed)
+  int64_t plans_built = 0;      // cache misses of Plan()
+};
+
+class Hook {
+ public:
+  // Validates the configuration (InvalidArgument saying what to change) and checks that
+  // out_dir does not already hold a finished trial. Creates no file until something is saved.
+  static Result<std::unique_ptr<Hook>> Create(HookConfig config);
+  // LoadHookConfigFile(path) then Create. An empty path reads TRAINSCOPE_CONFIG, else
+  // SMDEBUG_CONFIG_FILE_PATH.
+  static Result<std::unique_ptr<Hook>> CreateFromJsonFile(const std::string& path = "");
+  ~Hook();  // Close()s
+
+  Hook(const Hook&) = delete;
+  Hook& operator=(const Hook&) = delete;
+
+  // The collections. Changes take effect at the next Step().
+  CollectionManager& collections();
+  const HookConfig& config() const;
+
+  // Re-reads the collections: effective save/reduction configs (the hook's defaults fill what
+  // a collection lacks), and checks every included collection. InvalidArgument if an included
+  // collection that is not built in has no regex and no tensor names (a typo in
+  // include_collections, or a collection never configured). Step() calls it when needed.
+  Status Prepare();
+
+  // Names of the collections saved (after Prepare()), in creation order.
+  std::vector<std::string> saved_collections() const;
+
+  void SetMode(Mode m);
+  Mode mode() const;
+  int64_t step() const;       // global step; -1 before the first Step()
+  int64_t mode_step() const;  // step of the current mode; -1 before its first step
+
+  // Ends the current step and starts the next. Returns is_saving_step().
+  bool Step();
+  // Ends the current step now (queues its files for writing); idempotent.
+  void EndStep();
+  bool is_saving_step() const;
+
+  // REQUIRES: a step has begun. A plan with save == false on steps that save nothing.
+  const TensorPlan& Plan(std::string_view name);
+
+  // Saves `v` as Plan(name) says (nothing if it says nothing). Raw values are copied.
+  Status SaveTensor(std::string_view name, const TensorView& v);
+  // As SaveTensor, but a raw value is borrowed, not copied: `keepalive` owns v's bytes, which
+  // must not change until the writer drops it. REQUIRES: v is contiguous.
+  Status SaveTensorNoCopy(std::string_view name, const TensorView& v,
+                          std::shared_ptr<const void> keepalive);
+  // For reductions computed elsewhere (on a GPU): writes the planned reductions from `stats`
+  // and the planned shape; the raw value, if planned, must be saved with SaveTensor*.
+  Status SaveStats(std::string_view name, const TensorStats& stats,
+                   const std::vector<int64_t>& shape);
+  // smdebug's save_scalar: "scalar/<name>" = [value] (float64, shape [1]) at the current step,
+  // whatever the collections say; also a TensorBoard scalar when export is on.
+  Status SaveScalar(std::string_view name, double value);
+  // smdebug's save_tensor: `name` joins `collections` (created if needed) and, at a saving step
+  // (any collection due), is saved as those collections' reduction configs say, whether or not
+  // they are included or due themselves (smdebug's behaviour), plus what Plan(name) says.
+  Status SaveCustomTensor(std::string_view name, const TensorView& v,
+                          const std::vector<std::string>& collections);
+
+  // Writes the collections file (once a step was saved) and waits until every ended step is
+  // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().
+  Status Flush();
+
+  // Reports a failure met outside the hook (converting a framework tensor, a frontend's own
+  // callback) through the same channel as the hook's errors: printed once, then counted.
+  // Returns `s`.
+  Status ReportError(Status s, std::string_view tensor);
+
+  // Ends the step, writes the collections file, drains the writer, writes the end marker (see
+  // above). Idempotent. Returns the first error seen (also reported on stderr).
+  Status Close();
+  bool closed() const;
+
+  // "worker_<rank>".
+  const std::string& worker() const;
+  int rank() const;
+  int world_size() const;
+  // False for a rank that writes nothing (include_workers = one, rank > 0) and in dry_run.
+  bool writes() const;
+  HookStats stats() const;
+  Status first_error() const;
+
+  // Step boundary for a scope: Step() on entry, EndStep() on exit.
+  class StepScope {
+   public:
+    explicit StepScope(Hook& hook) : hook_(hook) { saving_ = hook_.Step(); }
+    ~StepScope() { hook_.EndStep(); }
+    StepScope(const StepScope&) = delete;
+    StepScope& operator=(const StepScope&) = delete;
+    bool saving() const { return saving_; }
+
+   private:
+    Hook& hook_;
+    bool saving_;
+  };
+
+  class Impl;
+
+ private:
+  explicit Hook(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainscope

@@ -1,0 +1,99 @@
+// PrometheusExporter: the training's state as Prometheus metrics (text exposition format 0.0.4,
+// docs/formats/metrics.md), rendered on demand and served over HTTP on a loopback port.
+//
+// Metrics (all names prefixed "trainscope_"):
+//   rule_status{rule,status}                gauge, 1 for the rule's current status, 0 for others
+//   rule_findings_total{rule}               counter
+//   rule_last_finding_step{rule}            gauge
+//   rule_last_finding_timestamp_seconds{rule} gauge
+//   step{mode}                              gauge, the last step seen (per mode)
+//   loss / loss_step                        gauge, the last loss and the step it was seen at
+//   actions_total{action,result}            counter (result: done, failed, dropped, suppressed)
+//   stop_requested                          gauge 0/1
+//   scrapes_total                           counter (this endpoint's scrapes)
+//   info{trial,version}                     gauge 1
+//   start_time_seconds                      gauge
+// plus gauges set by name (SetGauge).
+//
+// Thread safety: every method may be called from any thread; updates are serialised by one mutex
+// and cost a map lookup. Render takes the same mutex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "trainscope/action.h"
+#include "trainscope/finding.h"
+#include "trainscope/modes.h"
+#include "trainscope/status.h"
+
+namespace trainscope {
+
+class PrometheusExporter {
+ public:
+  // `trial` is reported in trainscope_info; may be empty.
+  explicit PrometheusExporter(std::string trial = "");
+  ~PrometheusExporter();  // stops serving
+  PrometheusExporter(const PrometheusExporter&) = delete;
+  PrometheusExporter& operator=(const PrometheusExporter&) = delete;
+
+  // --- updates ---
+  void SetRuleStatus(std::string_view rule, RuleStatus status);
+  // A finding counts toward rule_findings_total and sets the rule's status; a status change only
+  // sets the status. Either advances step{mode} when the finding carries a step.
+  void RecordFinding(const Finding& finding);
+  void RecordStep(int64_t step, std::optional<Mode> mode = std::nullopt);
+  void RecordLoss(double loss, int64_t step);
+  void RecordAction(const ActionOutcome& outcome);
+  void SetStopRequested(bool requested);
+  // A gauge of the caller's: `name` gets the "trainscope_" prefix. InvalidArgument when the name
+  // is not [a-zA-Z_:][a-zA-Z0-9_:]* or clashes with a built-in metric.
+  Status SetGauge(std::string_view name, std::string_view help, double value);
+
+  // The whole exposition, every line ending in '\n'.
+  std::string Render() const;
+
+  // --- HTTP ---
+  // Serves GET /metrics (and "/" with a pointer to it) on host:port from a background thread.
+  // port 0 picks a free port. Returns the port. IOError naming host:port when it cannot bind.
+  // REQUIRES: not serving.
+  Result<int> Serve(const std::string& host = "127.0.0.1", int port = 0);
+  // Stops serving; idempotent.
+  void StopServing();
+  // The port being served, or 0.
+  int port() const;
+
+ private:
+  struct RuleState {
+    RuleStatus status = RuleStatus::kInProgress;
+    uint64_t findings = 0;
+    int64_t last_finding_step = -1;
+    double last_finding_time = 0;  // seconds since the epoch; 0 when none
+  };
+  struct Gauge {
+    std::string help;
+    double value;
+  };
+  struct Server;
+
+  const std::string trial_;
+  const double start_time_;
+  mutable std::mutex mu_;
+  std::map<std::string, RuleState, std::less<>> rules_;              // guarded by mu_
+  std::map<std::string, int64_t, std::less<>> steps_;                // by mode name; guarded by mu_
+  std::optional<double> loss_;                                       // guarded by mu_
+  int64_t loss_step_ = -1;                                           // guarded by mu_
+  std::map<std::pair<std::string, std::string>, uint64_t> actions_;  // guarded by mu_
+  bool stop_requested_ = false;                                      // guarded by mu_
+  std::map<std::string, Gauge, std::less<>> gauges_;                 // guarded by mu_
+  uint64_t scrapes_ = 0;                                             // guarded by mu_
+  std::unique_ptr<Server> server_;                                   // guarded by server_mu_
+  mutable std::mutex server_mu_;
+};
+
+}  // namespace trainscope

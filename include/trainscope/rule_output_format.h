@@ -1,0 +1,18 @@
+// Constants of the rule-output folder (docs/formats/rule_output.md). One header holds every
+// constant of the format; the runner writes it and readers (CLI, dashboard, Python) read it.
+#pragma once
+
+#include <string_view>
+
+namespace trainscope::rule_output_format {
+
+// <trial>/rule-output/<RuleName>/{status.json, events.jsonl}
+inline constexpr std::string_view kRuleOutputDir = "rule-output";
+inline constexpr std::string_view kStatusFile = "status.json";
+inline constexpr std::string_view kEventsFile = "events.jsonl";
+// "version" key of status.json.
+inline constexpr int kStatusVersion = 1;
+// "kind" of an events.jsonl line.
+inline constexpr std::string_view kKindFinding = "finding";
+
+}  // namespace trainscope::rule_output_format

@@ -1,0 +1,560 @@
+// trainscope._core capture classes: the C++ Hook, its collections and config checks, for
+// trainscope.pytorch (python/trainscope/pytorch). The Python package keeps module registration
+// and naming; every configuration decision (which collection, which step, what to save) is made
+// here, in C++.
+//
+// Configs cross as plain values: a save config is smdebug's to_json_dict form
+// {"TRAIN": {"save_interval", "start_step", "end_step", "save_steps"} | None, ...}; a reduction
+// config is {"reductions": [...], "abs_reductions": [...], "norms": [...], "abs_norms": [...],
+// "save_raw_tensor": bool, "save_shape": bool}. Bad values raise ValueError
+// (_core.InvalidArgumentError) with the C++ message.
+//
+// Locking: every Hook method takes the hook's mutex with the GIL released (so a thread waiting
+// for the mutex never holds the GIL), converts Python values with the GIL, and does the C++
+// work (reductions, copies, waiting for the writer) without it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "status_py.h"
+#include "tensor_input.h"
+#include "trainscope/collection.h"
+#include "trainscope/hook.h"
+#include "trainscope/hook_config.h"
+
+namespace py = pybind11;
+
+namespace trainscope::python {
+namespace {
+
+// Order of the values save_stats takes (TensorStats fields); exported as _core.STATS_FIELDS.
+constexpr const char* kStatsFields[] = {
+    "count", "nan_count", "inf_count", "zero_count", "min",  "max",  "abs_min",  "abs_max",
+    "sum",   "abs_sum",   "sum_sq",    "mean",       "m2",   "abs_mean", "abs_m2", "prod",
+    "abs_prod"};
+constexpr size_t kNumStatsFields = sizeof(kStatsFields) / sizeof(kStatsFields[0]);
+
+TensorStats StatsFromValues(const std::vector<double>& v) {
+  if (v.size() != kNumStatsFields) {
+    throw py::value_error("save_stats needs " + std::to_string(kNumStatsFields) +
+                          " values in the order of _core.STATS_FIELDS, got " +
+                          std::to_string(v.size()));
+  }
+  TensorStats s;
+  s.count = static_cast<int64_t>(v[0]);
+  s.nan_count = static_cast<int64_t>(v[1]);
+  s.inf_count = static_cast<int64_t>(v[2]);
+  s.zero_count = static_cast<int64_t>(v[3]);
+  s.min = v[4];
+  s.max = v[5];
+  s.abs_min = v[6];
+  s.abs_max = v[7];
+  s.sum = v[8];
+  s.abs_sum = v[9];
+  s.sum_sq = v[10];
+  s.mean = v[11];
+  s.m2 = v[12];
+  s.abs_mean = v[13];
+  s.abs_m2 = v[14];
+  s.prod = v[15];
+  s.abs_prod = v[16];
+  return s;
+}
+
+// ---- configs: Python values -> C++ --------------------------------------------------------
+
+// int(v) as Python computes it (accepts numpy integers and numeric strings).
+int64_t ToInt(py::handle v) {
+  return py::int_(py::reinterpret_borrow<py::object>(v)).cast<int64_t>();
+}
+
+std::optional<int64_t> OptionalInt(py::handle v) {
+  if (v.is_none()) return std::nullopt;
+  return ToInt(v);
+}
+
+SaveConfigMode SaveModeFromDict(py::handle h) {
+  py::dict d = py::reinterpret_borrow<py::dict>(h);
+  SaveConfigMode m;
+  if (d.contains("save_interval") && !d["save_interval"].is_none()) {
+    m.save_interval = ToInt(d["save_interval"]);
+  }
+  if (d.contains("start_step") && !d["start_step"].is_none()) {
+    m.start_step = ToInt(d["start_step"]);
+  }
+  if (d.contains("end_step")) m.end_step = OptionalInt(d["end_step"]);
+  if (d.contains("save_steps") && !d["save_steps"].is_none()) {
+    for (py::handle s : d["save_steps"]) m.save_steps.push_back(ToInt(s));
+  }
+  return m;
+}
+
+// {"TRAIN": dict|None, ...}: missing or None modes stay unset.
+SaveConfig SaveConfigFromDict(py::handle h, const std::string& what) {
+  SaveConfig c;
+  py::dict d = py::reinterpret_borrow<py::dict>(h);
+  for (auto item : d) {
+    Mode m = ModeFromPython(item.first);
+    if (!item.second.is_none()) c.set_mode(m, SaveModeFromDict(item.second));
+  }
+  ThrowIfError(c.Validate(what));
+  return c;
+}
+
+py::object SaveConfigToDict(const std::optional<SaveConfig>& c) {
+  if (!c) return py::none();
+  py::dict out;
+  for (Mode m : {Mode::kTrain, Mode::kEval, Mode::kPredict, Mode::kGlobal}) {
+    const auto& mc = c->mode(m);
+    if (!mc) {
+      out[py::str(std::string(ModeName(m)))] = py::none();
+      continue;
+    }
+    py::dict d;
+    d["save_interval"] = mc->save_interval;
+    d["start_step"] = mc->start_step;
+    d["end_step"] = mc->end_step ? py::object(py::int_(*mc->end_step)) : py::none();
+    d["save_steps"] = mc->save_steps;
+    out[py::str(std::string(ModeName(m)))] = d;
+  }
+  return out;
+}
+
+ReductionConfig ReductionConfigFromDict(py::handle h, const std::string& what) {
+  py::dict d = py::reinterpret_borrow<py::dict>(h);
+  ReductionConfig c;
+  auto list = [&](const char* key, std::vector<ReductionOp>* out) {
+    if (!d.contains(key) || d[key].is_none()) return;
+    for (py::handle item : d[key]) {
+      const std::string name = py::str(item).cast<std::string>();
+      out->push_back(ValueOrThrow(
+          [&]() -> Result<ReductionOp> {
+            auto r = ParseReductionForList(key, name);
+            if (!r.ok()) return r.status().WithContext(what);
+            return r;
+          }()));
+    }
+  };
+  list("reductions", &c.reductions);
+  list("abs_reductions", &c.abs_reductions);
+  list("norms", &c.norms);
+  list("abs_norms", &c.abs_norms);
+  auto flag = [&](const char* key) {
+    if (!d.contains(key) || d[key].is_none()) return false;
+    py::handle v = d[key];
+    if (!PyBool_Check(v.ptr())) {
+      throw py::value_error(what + ": " + key + "=" + py::repr(v).cast<std::string>() +
+                            " must be True or False");
+    }
+    return v.ptr() == Py_True;
+  };
+  c.save_raw_tensor = flag("save_raw_tensor");
+  c.save_shape = flag("save_shape");
+  ThrowIfError(c.Validate(what));
+  return c;
+}
+
+py::object ReductionConfigToDict(const std::optional<ReductionConfig>& c) {
+  if (!c) return py::none();
+  auto names = [](const std::vector<ReductionOp>& ops) {
+    py::list l;
+    for (auto op : ops) l.append(py::str(std::string(ReductionOpName(op))));
+    return l;
+  };
+  py::dict d;
+  d["reductions"] = names(c->reductions);
+  d["abs_reductions"] = names(c->abs_reductions);
+  d["norms"] = names(c->norms);
+  d["abs_norms"] = names(c->abs_norms);
+  d["save_raw_tensor"] = c->save_raw_tensor;
+  d["save_shape"] = c->save_shape;
+  return d;
+}
+
+// ---- Collection ---------------------------------------------------------------------------
+
+struct PyCollection {
+  std::shared_ptr<Collection> c;
+};
+
+PyCollection MakeCollection(const std::string& name) {
+  return PyCollection{std::make_shared<Collection>(name)};
+}
+
+// ---- Hook ---------------------------------------------------------------------------------
+
+class PyHook {
+ public:
+  explicit PyHook(std::unique_ptr<Hook> hook) : hook_(std::move(hook)) {}
+  ~PyHook() {
+    // Closing waits for the writer thread, which may need the GIL to drop borrowed tensors.
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      hook_.reset();
+    } else {
+      hook_.reset();
+    }
+  }
+
+  // Runs fn() holding the mutex and not the GIL.
+  template <typename Fn>
+  auto Locked(Fn&& fn) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    return fn();
+  }
+
+  Hook& h() { return *hook_; }
+
+  bool Step() {
+    return Locked([&] { return hook_->Step(); });
+  }
+  void EndStep() {
+    Locked([&] { hook_->EndStep(); });
+  }
+
+  // Saves one value as planned; conversion errors are reported, not raised (fail open).
+  bool Save(const std::string& name, py::handle value, bool nocopy) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!hook_->is_saving_step() || !hook_->Plan(name).save) return false;
+    std::unique_ptr<PyTensorInput> in;
+    {
+      py::gil_scoped_acquire gil;
+      in = Convert(name, value);
+    }
+    if (!in) return false;
+    const TensorView view = in->view();
+    if (nocopy && view.is_contiguous() && view.dtype != DType::kString) {
+      std::shared_ptr<const void> keep;
+      {
+        py::gil_scoped_acquire gil;
+        keep = KeepaliveHoldingGil(std::move(in));
+      }
+      (void)hook_->SaveTensorNoCopy(name, view, std::move(keep));
+    } else {
+      (void)hook_->SaveTensor(name, view);
+      py::gil_scoped_acquire gil;  // the input holds Python references
+      in.reset();
+    }
+    return true;
+  }
+
+  // Saves many (name, value) pairs: one lock, conversions first, then the C++ work.
+  int SaveMany(py::sequence items) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!hook_->is_saving_step()) return 0;
+    std::vector<std::pair<std::string, std::unique_ptr<PyTensorInput>>> inputs;
+    {
+      py::gil_scoped_acquire gil;
+      for (py::handle item : items) {
+        py::tuple t = py::reinterpret_borrow<py::tuple>(item);
+        std::string name = t[0].cast<std::string>();
+        if (!hook_->Plan(name).save) continue;
+        auto in = Convert(name, t[1]);
+        if (in) inputs.emplace_back(std::move(name), std::move(in));
+      }
+    }
+    for (auto& [name, in] : inputs) (void)hook_->SaveTensor(name, in->view());
+    py::gil_scoped_acquire gil;
+    const int n = static_cast<int>(inputs.size());
+    inputs.clear();
+    return n;
+  }
+
+  void SaveStats(const std::string& name, const std::vector<double>& values,
+                 const std::vector<int64_t>& shape) {
+    TensorStats s = StatsFromValues(values);
+    Locked([&] { return hook_->SaveStats(name, s, shape); });
+  }
+
+  void SaveScalar(const std::string& name, double value) {
+    Locked([&] { return hook_->SaveScalar(name, value); });
+  }
+
+  void SaveCustom(const std::string& name, py::handle value,
+                  const std::vector<std::string>& collections) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<PyTensorInput> in;
+    {
+      py::gil_scoped_acquire gil;
+      in = Convert(name, value);
+    }
+    if (!in) return;
+    (void)hook_->SaveCustomTensor(name, in->view(), collections);
+    py::gil_scoped_acquire gil;
+    in.reset();
+  }
+
+  // REQUIRES: the GIL (Python objects are touched).
+  py::object Plan(const std::string& name) {
+    TensorPlan p;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (hook_->step() < 0) return py::none();
+      p = hook_->Plan(name);
+    }
+    if (!p.save) return py::none();
+    py::dict d;
+    d["save_raw"] = p.save_raw;
+    d["save_shape"] = p.save_shape;
+    py::list reds;
+    for (const auto& r : p.reductions) {
+      reds.append(py::make_tuple(std::string(ReductionOpName(r.op)), r.abs));
+    }
+    d["reductions"] = reds;
+    d["histogram_tag"] = p.histogram_tag;
+    d["tensorboard_scalar"] = p.tensorboard_scalar;
+    return d;
+  }
+
+  void ReportError(const std::string& tensor, const std::string& message) {
+    Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
+  }
+
+  void Close() {
+    Status s = Locked([&] { return hook_->Close(); });
+    (void)s;  // already reported on stderr; first_error() gives it to callers who ask
+  }
+
+ private:
+  // Converts with the GIL held; reports a conversion error through the hook and returns null.
+  std::unique_ptr<PyTensorInput> Convert(const std::string& name, py::handle value) {
+    try {
+      return TensorFromPython(value, name);
+    } catch (py::error_already_set& e) {
+      hook_->ReportError(Status::InvalidArgument(e.what()), name);
+    } catch (const std::exception& e) {
+      hook_->ReportError(Status::InvalidArgument(e.what()), name);
+    }
+    return nullptr;
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<Hook> hook_;
+};
+
+HookConfig HookConfigFromDict(py::dict d) {
+  HookConfig c;
+  auto has = [&](const char* k) { return d.contains(k) && !d[k].is_none(); };
+  if (has("out_dir")) c.out_dir = d["out_dir"].cast<std::string>();
+  if (has("export_tensorboard")) c.export_tensorboard = d["export_tensorboard"].cast<bool>();
+  if (has("tensorboard_dir")) c.tensorboard_dir = d["tensorboard_dir"].cast<std::string>();
+  if (has("dry_run")) c.dry_run = d["dry_run"].cast<bool>();
+  if (has("reduction_config")) {
+    c.reduction_config = ReductionConfigFromDict(d["reduction_config"], "reduction_config");
+  }
+  if (has("save_config")) c.save_config = SaveConfigFromDict(d["save_config"], "save_config");
+  if (has("include_regex")) c.include_regex = d["include_regex"].cast<std::vector<std::string>>();
+  if (has("include_collections")) {
+    c.include_collections = d["include_collections"].cast<std::vector<std::string>>();
+  }
+  if (has("default_include_collections")) {
+    c.default_include_collections =
+        d["default_include_collections"].cast<std::vector<std::string>>();
+  }
+  if (has("save_all")) c.save_all = d["save_all"].cast<bool>();
+  if (has("include_workers")) {
+    const std::string w = d["include_workers"].cast<std::string>();
+    if (w == "one") {
+      c.include_workers = IncludeWorkers::kOne;
+    } else if (w == "all") {
+      c.include_workers = IncludeWorkers::kAll;
+    } else {
+      throw py::value_error("include_workers='" + w +
+                            "' is not valid: use \"one\" (only worker 0 writes) or \"all\" "
+                            "(every worker writes its own files)");
+    }
+  }
+  if (has("rank")) c.rank = d["rank"].cast<int>();
+  if (has("world_size")) c.world_size = d["world_size"].cast<int>();
+  if (has("quiet")) c.quiet = d["quiet"].cast<bool>();
+  if (has("max_queue_bytes")) c.max_queue_bytes = d["max_queue_bytes"].cast<size_t>();
+  if (has("drop_steps_when_full")) c.drop_steps_when_full = d["drop_steps_when_full"].cast<bool>();
+  return c;
+}
+
+py::dict HookConfigSummary(const HookConfig& c) {
+  py::dict d;
+  d["out_dir"] = c.out_dir;
+  d["export_tensorboard"] = c.export_tensorboard;
+  d["tensorboard_dir"] = c.tensorboard_dir.empty() ? py::object(py::none())
+                                                   : py::object(py::str(c.tensorboard_dir));
+  d["dry_run"] = c.dry_run;
+  d["include_regex"] = c.include_regex;
+  d["include_collections"] = c.include_collections ? py::cast(*c.include_collections)
+                                                   : py::object(py::none());
+  d["save_all"] = c.save_all;
+  d["include_workers"] = c.include_workers == IncludeWorkers::kAll ? "all" : "one";
+  d["reduction_config"] = ReductionConfigToDict(c.reduction_config);
+  d["save_config"] = SaveConfigToDict(c.save_config);
+  return d;
+}
+
+}  // namespace
+
+void RegisterCapture(py::module_& m) {
+  py::list fields;
+  for (const char* f : kStatsFields) fields.append(f);
+  m.attr("STATS_FIELDS") = py::tuple(fields);
+
+  m.def(
+      "check_save_config_mode",
+      [](py::dict d, const std::string& what) { ThrowIfError(SaveModeFromDict(d).Validate(what)); },
+      py::arg("params"), py::arg("what") = "SaveConfigMode",
+      "Raises ValueError if {save_interval, start_step, end_step, save_steps} is invalid.");
+  m.def(
+      "check_reduction_config",
+      [](py::dict d, const std::string& what) { (void)ReductionConfigFromDict(d, what); },
+      py::arg("params"), py::arg("what") = "ReductionConfig",
+      "Raises ValueError if the reduction lists or flags are invalid.");
+  m.def(
+      "reductions_string",
+      [](py::dict d) { return ReductionConfigFromDict(d, "ReductionConfig").ReductionsString(); },
+      "smdebug's one-string form of a reduction config ('mean,l2_norm,abs_max').");
+  m.def(
+      "parse_reductions",
+      [](const std::string& s, bool save_raw, bool save_shape) {
+        return ReductionConfigToDict(ValueOrThrow(ReductionConfig::Parse(s, save_raw, save_shape)));
+      },
+      py::arg("reductions"), py::arg("save_raw_tensor") = false, py::arg("save_shape") = false);
+
+  py::class_<PyCollection>(m, "Collection", "A collection shared with the C++ hook.")
+      .def(py::init(&MakeCollection), py::arg("name"))
+      .def_property_readonly("name", [](const PyCollection& p) { return p.c->name(); })
+      .def_property(
+          "include_regex", [](const PyCollection& p) { return p.c->include_regex(); },
+          [](PyCollection& p, std::vector<std::string> r) {
+            ThrowIfError(p.c->SetIncludeRegex(std::move(r)));
+          })
+      .def("include",
+           [](PyCollection& p, const std::string& r) { ThrowIfError(p.c->Include(r)); })
+      .def_property(
+          "tensor_names", [](const PyCollection& p) { return p.c->tensor_names(); },
+          [](PyCollection& p, std::set<std::string> n) { p.c->SetTensorNames(std::move(n)); })
+      .def("add_tensor_name", [](PyCollection& p, const std::string& n) { p.c->AddTensorName(n); })
+      .def("remove_tensor_name",
+           [](PyCollection& p, const std::string& n) { p.c->RemoveTensorName(n); })
+      .def("has_tensor_name",
+           [](const PyCollection& p, const std::string& n) {
+             return p.c->tensor_names().count(n) > 0;
+           })
+      .def_property(
+          "reduction_config",
+          [](const PyCollection& p) { return ReductionConfigToDict(p.c->reduction_config()); },
+          [](PyCollection& p, py::object d) {
+            const std::string what = "collection '" + p.c->name() + "': reduction_config";
+            ThrowIfError(p.c->set_reduction_config(
+                d.is_none() ? std::nullopt
+                            : std::optional<ReductionConfig>(ReductionConfigFromDict(d, what))));
+          })
+      .def_property(
+          "save_config", [](const PyCollection& p) { return SaveConfigToDict(p.c->save_config()); },
+          [](PyCollection& p, py::object d) {
+            const std::string what = "collection '" + p.c->name() + "': save_config";
+            ThrowIfError(p.c->set_save_config(
+                d.is_none() ? std::nullopt : std::optional<SaveConfig>(SaveConfigFromDict(d, what))));
+          })
+      .def_property(
+          "save_histogram", [](const PyCollection& p) { return p.c->save_histogram(); },
+          [](PyCollection& p, bool v) { p.c->set_save_histogram(v); })
+      .def("matches", [](const PyCollection& p, const std::string& n) { return p.c->Matches(n); })
+      .def("same_as", [](const PyCollection& p, const PyCollection& o) { return p.c == o.c; });
+
+  py::class_<PyHook>(m, "Hook", "The C++ capture hook (trainscope/hook.h).")
+      .def(py::init([](py::dict config) {
+             HookConfig c = HookConfigFromDict(config);
+             return std::make_unique<PyHook>(ValueOrThrow(Hook::Create(std::move(c))));
+           }),
+           py::arg("config"))
+      .def_static(
+          "from_json_file",
+          [](const std::string& path, py::dict overrides) {
+            HookConfig c = ValueOrThrow(LoadHookConfigFile(path));
+            if (overrides.contains("rank")) c.rank = overrides["rank"].cast<int>();
+            if (overrides.contains("world_size")) c.world_size = overrides["world_size"].cast<int>();
+            if (overrides.contains("quiet")) c.quiet = overrides["quiet"].cast<bool>();
+            auto hook = ValueOrThrow(Hook::Create(std::move(c)));
+            ThrowIfError(hook->Prepare());
+            return std::make_unique<PyHook>(std::move(hook));
+          },
+          py::arg("path") = "", py::arg("overrides") = py::dict())
+      .def("config", [](PyHook& h) { return HookConfigSummary(h.h().config()); })
+      .def("get_collection",
+           [](PyHook& h, const std::string& name, bool create) -> py::object {
+             auto c = create ? h.h().collections().GetOrCreate(name) : h.h().collections().Get(name);
+             if (!c) return py::none();
+             return py::cast(PyCollection{c});
+           },
+           py::arg("name"), py::arg("create") = true)
+      .def("add_collection",
+           [](PyHook& h, const PyCollection& c) { h.h().collections().Add(c.c); })
+      .def("collection_names",
+           [](PyHook& h) {
+             std::vector<std::string> out;
+             for (const auto& c : h.h().collections().collections()) out.push_back(c->name());
+             return out;
+           })
+      .def("collections_json", [](PyHook& h, int n) { return h.h().collections().ToJson(n); })
+      .def("prepare", [](PyHook& h) { ThrowIfError(h.Locked([&] { return h.h().Prepare(); })); })
+      .def("set_mode", [](PyHook& h, py::handle mode) { h.h().SetMode(ModeFromPython(mode)); })
+      .def_property_readonly("mode", [](PyHook& h) { return static_cast<int>(h.h().mode()); })
+      .def_property_readonly("step_number", [](PyHook& h) { return h.h().step(); })
+      .def_property_readonly("mode_step", [](PyHook& h) { return h.h().mode_step(); })
+      .def("step", &PyHook::Step, "Ends the current step, starts the next; True if it saves.")
+      .def("end_step", &PyHook::EndStep)
+      .def_property_readonly("is_saving_step", [](PyHook& h) { return h.h().is_saving_step(); })
+      .def("plan", &PyHook::Plan, py::arg("name"),
+           "None if nothing of `name` is saved this step, else a dict: save_raw, save_shape, "
+           "reductions [(op, abs)], histogram_tag, tensorboard_scalar.")
+      .def("save", [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, false); },
+           py::arg("name"), py::arg("value"))
+      .def("save_nocopy",
+           [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, true); },
+           py::arg("name"), py::arg("value"),
+           "As save, but borrows a contiguous value until the writer has written it.")
+      .def("save_many", &PyHook::SaveMany, py::arg("items"),
+           "Saves [(name, value)...] as planned; returns how many were saved.")
+      .def("save_stats", &PyHook::SaveStats, py::arg("name"), py::arg("values"),
+           py::arg("shape"), "Writes planned reductions from STATS_FIELDS values.")
+      .def("save_scalar", &PyHook::SaveScalar, py::arg("name"), py::arg("value"))
+      .def("save_custom", &PyHook::SaveCustom, py::arg("name"), py::arg("value"),
+           py::arg("collections"))
+      .def("report_error", &PyHook::ReportError, py::arg("tensor"), py::arg("message"))
+      .def("close", &PyHook::Close)
+      .def("flush", [](PyHook& h) { (void)h.Locked([&] { return h.h().Flush(); }); })
+      .def("saved_collections", [](PyHook& h) { return h.h().saved_collections(); })
+      .def_property_readonly("closed", [](PyHook& h) { return h.h().closed(); })
+      .def_property_readonly("worker", [](PyHook& h) { return h.h().worker(); })
+      .def_property_readonly("rank", [](PyHook& h) { return h.h().rank(); })
+      .def_property_readonly("world_size", [](PyHook& h) { return h.h().world_size(); })
+      .def_property_readonly("writes", [](PyHook& h) { return h.h().writes(); })
+      .def("first_error",
+           [](PyHook& h) -> py::object {
+             Status s = h.h().first_error();
+             if (s.ok()) return py::none();
+             return py::str(s.ToString());
+           })
+      .def("stats", [](PyHook& h) {
+        HookStats s = h.h().stats();
+        py::dict d;
+        d["steps_saved"] = s.steps_saved;
+        d["tensors_saved"] = s.tensors_saved;
+        d["reductions_saved"] = s.reductions_saved;
+        d["raw_bytes"] = s.raw_bytes;
+        d["errors"] = s.errors;
+        d["plans_built"] = s.plans_built;
+        return d;
+      });
+}
+
+}  // namespace trainscope::python

@@ -1,0 +1,37 @@
+// The extension module trainscope._core: C++ writer, reader, reductions and TensorBoard export.
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "status_py.h"
+
+namespace py = pybind11;
+
+namespace trainscope::python {
+
+Mode ModeFromPython(py::handle mode) {
+  py::object value = py::reinterpret_borrow<py::object>(mode);
+  if (!PyLong_Check(value.ptr()) && py::hasattr(value, "value")) value = value.attr("value");
+  if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+    long v = PyLong_AsLong(value.ptr());
+    if (v >= 1 && v <= 4) return static_cast<Mode>(v);
+  } else if (PyUnicode_Check(value.ptr())) {
+    if (auto m = ModeFromName(value.cast<std::string>())) return *m;
+  }
+  throw py::value_error("invalid mode " + py::repr(mode).cast<std::string>() +
+                        ": use ModeKeys.TRAIN/EVAL/PREDICT/GLOBAL or 1..4");
+}
+
+}  // namespace trainscope::python
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "trainscope's C++ core: trial writer and reader, reductions, TensorBoard export.";
+  m.attr("__version__") = TRAINSCOPE_VERSION;
+  trainscope::python::RegisterStatusExceptions(m);
+  trainscope::python::RegisterWriter(m);
+  trainscope::python::RegisterTrial(m);
+  trainscope::python::RegisterStats(m);
+  trainscope::python::RegisterCapture(m);
+  trainscope::python::RegisterRules(m);
+}

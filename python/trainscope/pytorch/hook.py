@@ -1,0 +1,546 @@
+"""Hook: trainscope's drop-in for ``smdebug.pytorch.Hook``.
+
+A script written for smdebug works after changing ``import smdebug.pytorch as smd`` to
+``import trainscope.pytorch as smd``: same constructor, same collections and configs, same tensor
+names (``Net_fc1.weight``, ``gradient/Net_fc1.weight``, ``relu_output_0``,
+``CrossEntropyLoss_output_0``, ``scalar/<name>``) and the same steps.
+
+Division of labour: this module registers PyTorch hooks and names tensors; the C++ hook
+(``trainscope._core.Hook``, trainscope/hook.h) decides everything else: which collections are due
+at which step, what each tensor gets (raw value, reductions, shape, histogram), and writes it.
+
+Speed: a step where nothing is due costs one call into C++ at the step boundary and one Python
+bool test per module and parameter hook: no tensor is touched and the device is never synced.
+On a saving step a CPU tensor goes to C++ through DLPack without a copy; the C++ core computes
+all its reductions in one pass with the GIL released, and copies a raw value once into the
+writer's queue. Tensors on a GPU are reduced on the GPU; their statistics cross to the host in
+one transfer per step, and raw values are copied asynchronously into pinned memory (_device.py).
+
+Fixes over smdebug: frozen parameters get no gradient hook; DataParallel,
+DistributedDataParallel and torch.compile wrappers are looked through, so names match the plain
+model; a loss module registered twice (or also part of the model) is saved once; the end marker
+is written when every worker is done; the worker comes from torch.distributed or RANK and
+WORLD_SIZE. Errors inside hooks never reach training: the first is printed with the tensor and
+step, later ones are counted. Configuration errors raise (ValueError subclasses) when the hook is
+made, or at the first step for collections configured after it was made.
+"""
+
+import atexit
+import json
+import os
+import sys
+
+import torch
+
+from .. import modes as _modes
+from .._native import load as _load_core
+from ..exceptions import SMDebugError, SMDebugTypeError, SMDebugValueError, TrainingStopped
+from . import _configs, singleton
+from ._device import DeviceStepBuffer
+from .collection import Collection, CollectionKeys
+
+DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
+
+
+def _value_error(e):
+    return SMDebugValueError(getattr(e, "message", None) or str(e))
+
+
+def _dist_rank_world():
+    """(rank, world size) from torch.distributed when it is initialised, else (None, None)."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except Exception:  # a broken distributed set-up is not the hook's to report
+        pass
+    return None, None
+
+
+def _compiled_type():
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+
+        return OptimizedModule
+    except Exception:
+        return None
+
+
+def _unwrap(module):
+    """The module whose names a user sees: through DataParallel, DDP and torch.compile."""
+    compiled = _compiled_type()
+    wrappers = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
+    is_compiled = False
+    while True:
+        if isinstance(module, wrappers):
+            module = module.module
+        elif compiled is not None and isinstance(module, compiled):
+            module = module._orig_mod
+            is_compiled = True
+        else:
+            return module, is_compiled
+
+
+def _flatten_names(items):
+    out = []
+    for x in items or []:
+        if isinstance(x, (list, tuple, set)):
+            out.extend(_flatten_names(x))
+        else:
+            out.append(getattr(x, "name", x))
+    return [str(x) for x in out]
+
+
+class _StepNumber(int):
+    """``hook.step`` is the current global step (an int, as in smdebug) and ``hook.step()``
+    marks a step boundary (trainscope's explicit step)."""
+
+    def __new__(cls, value, hook):
+        obj = super().__new__(cls, value)
+        obj._hook = hook
+        return obj
+
+    def __call__(self):
+        self._hook._explicit_step()
+
+
+class Hook:
+    GRADIENT_PREFIX = "gradient/"
+    SCALAR_PREFIX = "scalar/"
+    INPUT_TENSOR_SUFFIX = "_input_"
+    OUTPUT_TENSOR_SUFFIX = "_output_"
+
+    def __init__(
+        self,
+        out_dir=None,
+        export_tensorboard=False,
+        tensorboard_dir=None,
+        dry_run=False,
+        reduction_config=None,
+        save_config=None,
+        include_regex=None,
+        include_collections=None,
+        save_all=False,
+        include_workers="one",
+        *,
+        rank=None,
+        world_size=None,
+        quiet=False,
+        _core_hook=None,
+    ):
+        core = _load_core()
+        if _core_hook is None:
+            if out_dir is None:
+                raise SMDebugValueError("out_dir is a required argument: the folder for the trial")
+            if rank is None:
+                rank, world_size = _dist_rank_world()
+            if isinstance(include_regex, str):
+                include_regex = [include_regex]
+            config = {
+                "out_dir": os.path.expanduser(str(out_dir)),
+                "export_tensorboard": bool(export_tensorboard),
+                "tensorboard_dir": None if tensorboard_dir is None
+                else os.path.expanduser(str(tensorboard_dir)),
+                "dry_run": bool(dry_run),
+                "reduction_config": _configs.reduction_config_dict(reduction_config),
+                "save_config": _configs.save_config_dict(save_config),
+                "include_regex": None if include_regex is None else [str(r) for r in include_regex],
+                "include_collections": None if include_collections is None
+                else _flatten_names(include_collections),
+                "default_include_collections": DEFAULT_INCLUDE_COLLECTIONS,
+                "save_all": bool(save_all),
+                "include_workers": include_workers,
+                "rank": rank,
+                "world_size": world_size,
+                "quiet": bool(quiet),
+            }
+            try:
+                _core_hook = core.Hook(config)
+            except ValueError as e:
+                raise _value_error(e) from None
+        self._c = _core_hook
+        summary = self._c.config()
+        self.out_dir = summary["out_dir"]
+        # A rule's stop action writes this file (docs/formats/stop_signal.md); the hook checks it
+        # at every step boundary: one stat.
+        self._stop_file = os.path.join(self.out_dir, "rule-output", "stop_training.json")
+        self.dry_run = summary["dry_run"]
+        self.save_all = summary["save_all"]
+        self.include_regex = summary["include_regex"]
+        self.tensorboard_dir = summary["tensorboard_dir"] or (
+            os.path.join(self.out_dir, "tensorboard") if summary["export_tensorboard"] else None)
+        self.include_collections = sorted(
+            set(summary["include_collections"] or []) | set(DEFAULT_INCLUDE_COLLECTIONS))
+        self.worker = self._c.worker
+
+        self._saving = False  # the one flag every hook tests first
+        self._explicit_steps = False
+        self._prepared = False
+        self._closed = False
+        self._io_counts = {}
+        self._params = []  # (tensor name, parameter) of every registered module
+        self._registered = set()  # id() of modules with our forward hook
+        self._top_modules = []
+        self._handles = []
+        self._wrappers = {}  # collection name -> Collection
+        self._device = DeviceStepBuffer(core.STATS_FIELDS)
+        singleton.set_hook(self)
+        atexit.register(self._atexit)
+
+    # ---- construction from JSON --------------------------------------------------------------
+
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None):
+        """A hook from smdebug's JSON configuration: `json_file_path`, else TRAINSCOPE_CONFIG,
+        else SMDEBUG_CONFIG_FILE_PATH, else /opt/ml/input/config/debughookconfig.json.
+        FileNotFoundError if the file does not exist."""
+        path = json_file_path or os.environ.get("TRAINSCOPE_CONFIG") or os.environ.get(
+            "SMDEBUG_CONFIG_FILE_PATH") or "/opt/ml/input/config/debughookconfig.json"
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"no hook configuration at {path}: set TRAINSCOPE_CONFIG (or "
+                "SMDEBUG_CONFIG_FILE_PATH) to smdebug's JSON hook configuration")
+        rank, world = _dist_rank_world()
+        overrides = {} if rank is None else {"rank": rank, "world_size": world}
+        try:
+            core_hook = _load_core().Hook.from_json_file(path, overrides)
+        except ValueError as e:
+            raise _value_error(e) from None
+        hook = cls(_core_hook=core_hook)
+        hook._prepared = True  # a JSON configuration was checked whole
+        return hook
+
+    # ---- steps and modes ---------------------------------------------------------------------
+
+    @property
+    def step(self):
+        return _StepNumber(self._c.step_number, self)
+
+    @property
+    def mode(self):
+        return _modes.ModeKeys(self._c.mode)
+
+    @property
+    def mode_step(self):
+        return self._c.mode_step
+
+    def set_mode(self, mode):
+        try:
+            m = _modes.to_mode(mode)
+        except ValueError:
+            raise SMDebugValueError(
+                f"Invalid mode {mode}. Valid modes are {','.join(_modes.ALLOWED_MODE_NAMES)}."
+            ) from None
+        self._c.set_mode(m.value)
+
+    def _explicit_step(self):
+        """hook.step(): a step boundary. From the first call on, forward passes of the
+        registered module no longer mark steps."""
+        self._explicit_steps = True
+        self._boundary()
+
+    def _prepare(self):
+        for c in self._wrappers.values():
+            c._apply_modules()
+        try:
+            self._c.prepare()
+        except ValueError as e:
+            raise _value_error(e) from None
+        self._prepared = True
+
+    def _boundary(self):
+        if self._closed:
+            return
+        if self._stop_file is not None and os.path.exists(self._stop_file):
+            self._stop_requested()
+        if not self._prepared:
+            self._prepare()  # configuration errors raise here, before the first step runs
+        if self._device:
+            self._flush_device()
+        self._saving = saving = self._c.step()
+        if self._io_counts:
+            self._io_counts.clear()
+        if saving:
+            self._save_params()
+
+    def _stop_requested(self):
+        """A rule (or a person) asked the training to stop: flush and close the trial, say why,
+        and end the process cleanly (TrainingStopped is a SystemExit, so `except Exception` in a
+        training loop does not swallow it)."""
+        reason = ""
+        try:
+            with open(self._stop_file) as f:
+                req = json.loads(f.read() or "{}")
+            reason = (f"{req.get('rule') or 'a person'} at step {req.get('step', '?')}: "
+                      f"{req.get('explanation', '')}")
+        except (OSError, ValueError):
+            reason = "stop file present (no reason given)"
+        self._stop_file = None
+        try:
+            self.close()
+        finally:
+            print(f"trainscope: training stopped on request of {reason}", file=sys.stderr,
+                  flush=True)
+            raise TrainingStopped(reason)
+
+    def _flush_device(self):
+        try:
+            self._device.flush(self._c)
+        except Exception as e:  # fail open
+            self._device.stats.clear()
+            self._device.raws.clear()
+            self._report("(device statistics)", e)
+
+    def _save_params(self):
+        cpu = []
+        for name, p in self._params:
+            if p.device.type == "cpu":
+                cpu.append((name, p))
+            else:
+                self._save(name, p)
+        if cpu:
+            self._c.save_many(cpu)
+
+    # ---- registration ------------------------------------------------------------------------
+
+    def register_module(self, module):
+        """Saves the parameters, gradients and (if collections ask) inputs and outputs of
+        `module` and its submodules. Each forward call of `module` is a step boundary (unless
+        hook.step() is used)."""
+        if not isinstance(module, torch.nn.Module):
+            raise SMDebugTypeError(
+                f"Module type {module.__class__.__name__} must be type torch.nn.Module")
+        top, compiled = _unwrap(module)
+        if id(top) in self._registered or top in self._top_modules:
+            raise SMDebugValueError(f"module {top._get_name()} is registered already")
+        top_name = top._get_name()
+        for name, sub in top.named_modules():
+            if sub is not top and "_ts_name" in sub.__dict__ and id(sub) in self._registered:
+                raise SMDebugValueError(f"module {name} is registered already")
+            sub._ts_name = top_name if sub is top else name
+        self._top_modules.append(top)
+        self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+        if compiled:
+            # Hooks inside a compiled graph would break it: the wrapper's output only.
+            module._ts_name = top_name
+            self._add_forward_hook(module)
+        else:
+            for sub in top.modules():
+                self._add_forward_hook(sub)
+        self._attach_activation_modules(top)
+        for pname, p in top.named_parameters():
+            name = f"{top_name}_{pname}"
+            self._params.append((name, p))
+            if p.requires_grad:  # frozen parameters get no gradient hook
+                self._handles.append(p.register_hook(self._grad_hook(self.GRADIENT_PREFIX + name)))
+
+    register_hook = register_module  # smdebug's alias
+
+    # Activation modules, by the collections the activation rules ask for. smdebug's regexes
+    # (".*relu_output") only match modules *named* relu; in nn.Sequential a ReLU is named "1"
+    # ("1_output_0"). So when one of these collections is configured, the hook adds the matching
+    # modules' tensors to it by type, whatever their names (smdebug's add_module_tensors).
+    _ACTIVATION_COLLECTIONS = (
+        ("relu_output", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), False, True),
+        ("relu_input", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), True, False),
+        ("saturated_activation_inputs", (torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Hardtanh,
+                                         torch.nn.Hardsigmoid), True, False),
+    )
+
+    def _attach_activation_modules(self, top):
+        configured = set(self._c.collection_names())
+        for cname, types, inputs, outputs in self._ACTIVATION_COLLECTIONS:
+            if cname not in configured:
+                continue
+            coll = self.get_collection(cname)
+            for sub in top.modules():
+                if isinstance(sub, types) and sub is not top:
+                    coll.add_module_tensors(sub, inputs=inputs, outputs=outputs)
+            coll._apply_modules()  # the modules are named already
+
+    def register_loss(self, loss_module):
+        """Saves the output of a loss module as <LossClass>_output_0 (collection losses)."""
+        if not isinstance(loss_module, torch.nn.Module):
+            raise SMDebugTypeError(
+                f"loss_module={loss_module} must be a torch.nn.Module such as nn.CrossEntropyLoss()")
+        loss_module._ts_name = loss_module._get_name()
+        self._add_forward_hook(loss_module)  # once, even if it is part of a registered module
+
+    def _add_forward_hook(self, module):
+        if id(module) in self._registered:
+            return
+        self._registered.add(id(module))
+        self._handles.append(module.register_forward_hook(self._forward_hook))
+
+    # ---- the PyTorch callbacks (hot path) ----------------------------------------------------
+
+    def _forward_pre_hook(self, module, inputs):
+        if self._explicit_steps:
+            return
+        try:
+            self._boundary()
+        except SMDebugValueError:
+            raise  # a configuration error, before the first step
+        except Exception as e:
+            self._report("(step boundary)", e)
+
+    def _forward_hook(self, module, inputs, outputs):
+        if not self._saving:
+            return
+        name = module.__dict__.get("_ts_name")
+        if name is None:
+            return
+        try:
+            self._write_io(name + self.INPUT_TENSOR_SUFFIX, inputs)
+            self._write_io(name + self.OUTPUT_TENSOR_SUFFIX, outputs)
+        except Exception as e:
+            self._report(name, e)
+
+    def _grad_hook(self, gname):
+        def hook(grad):
+            if self._saving and grad is not None:
+                try:
+                    self._save(gname, grad)
+                except Exception as e:
+                    self._report(gname, e)
+
+        return hook
+
+    def _write_io(self, prefix, value):
+        counts = self._io_counts
+        counts[prefix] = self._write_nested(prefix, value, counts.get(prefix, 0))
+
+    def _write_nested(self, prefix, var, idx):
+        if isinstance(var, torch.Tensor):
+            self._save(prefix + str(idx), var)
+            return idx + 1
+        if isinstance(var, (tuple, list)):
+            for v in var:
+                idx = self._write_nested(prefix, v, idx)
+        return idx
+
+    def _save(self, name, t):
+        if t.device.type == "cpu":
+            self._c.save(name, t)
+            return
+        plan = self._c.plan(name)
+        if plan is not None:
+            self._device.add(name, t, plan)
+
+    def _report(self, where, e):
+        try:
+            self._c.report_error(str(where), f"{type(e).__name__}: {e}")
+        except Exception:
+            pass
+
+    # ---- user API ----------------------------------------------------------------------------
+
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """Saves a value computed outside a module (e.g. F.mse_loss) as <name>_output_<i>."""
+        if not isinstance(tensor_value, torch.Tensor):
+            raise SMDebugTypeError(f"tensor_value={tensor_value} must be torch.Tensor")
+        if self._saving:
+            try:
+                self._write_io(tensor_name + self.OUTPUT_TENSOR_SUFFIX, tensor_value)
+            except Exception as e:
+                self._report(tensor_name, e)
+
+    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
+        """Saves scalar/<name> at the current step (every step, whatever the collections)."""
+        v = value
+        if isinstance(v, torch.Tensor):
+            if v.numel() != 1:
+                raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}")
+            v = v.detach().reshape(()).item()
+        elif hasattr(v, "size") and hasattr(v, "item"):  # numpy
+            if v.size != 1:
+                raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}")
+            v = v.item()
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}") from None
+        self._c.save_scalar(str(name), v)
+
+    def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
+        """Saves a value under its own name in `collections_to_write` (created if needed), at the
+        current step if a collection it belongs to is due."""
+        colls = [collections_to_write] if isinstance(collections_to_write, str) else list(
+            collections_to_write)
+        colls = _flatten_names(colls)
+        value = tensor_value
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+            if value.device.type != "cpu":
+                value = value.cpu()
+        self._c.save_custom(str(tensor_name), value, colls)
+
+    def get_collection(self, name, create=True):
+        c = self._c.get_collection(str(name), create)
+        if c is None:
+            raise SMDebugError(f"Collection {name} has not been created")
+        w = self._wrappers.get(name)
+        if w is None or not w._c.same_as(c):
+            w = Collection(name, _core_collection=c)
+            self._wrappers[name] = w
+        return w
+
+    def get_collections(self):
+        return {n: self.get_collection(n) for n in self._c.collection_names()}
+
+    def add_collection(self, collection):
+        if not isinstance(collection, Collection):
+            raise SMDebugTypeError(
+                "collection must be an instance of Collection class. "
+                f"value of type {collection.__class__} is not supported")
+        self._c.add_collection(collection._c)
+        self._wrappers[collection.name] = collection
+
+    def has_default_configuration(self):
+        if not self._prepared:
+            self._prepare()
+        return set(self._c.saved_collections()) == set(DEFAULT_INCLUDE_COLLECTIONS)
+
+    has_default_hook_configuration = has_default_configuration
+
+    def get_tensors(self):
+        """{name: trainscope Tensor} of what completed steps saved so far (the step in progress
+        appears once it ends). Empty for a hook that writes nothing (dry_run, other ranks)."""
+        if self._device:
+            self._flush_device()
+        self._c.flush()
+        if not self._c.writes or self._c.stats()["steps_saved"] == 0:
+            return {}
+        from ..trials import create_trial
+
+        trial = create_trial(self.out_dir)
+        return {n: trial.tensor(n) for n in trial.tensor_names()}
+
+    def stats(self):
+        """Counters of the C++ hook: steps_saved, tensors_saved, reductions_saved, raw_bytes,
+        errors, plans_built."""
+        return self._c.stats()
+
+    def close(self):
+        """Ends the step, writes the collections file, waits for the writer, writes the end
+        marker once every worker is done. Called at exit too."""
+        if self._closed:
+            return
+        if self._device:
+            self._flush_device()
+        self._closed = True
+        self._saving = False
+        self._c.close()
+
+    def _atexit(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return (
+            f"<trainscope.pytorch.Hook out_dir={self.out_dir} worker={self.worker} "
+            f"step={int(self.step)} mode={self.mode.name} include_collections="
+            f"{self.include_collections} save_all={self.save_all} dry_run={self.dry_run}>")

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (run as root) for trainscope, from nothing:
+#   1. Debian packages (compiler, CMake, test and benchmark libraries, C++ dependencies);
+#   2. a Python virtual environment in <checkout>/.venv with the pinned packages of
+#      requirements.lock (PyTorch 2.x, numpy, smdebug and tensorboard as test oracles, ...);
+#   3. the C++ build in <checkout>/build (tests and benchmarks included);
+#   4. `pip install` of trainscope itself into the virtual environment.
+# Every step is skipped when already done, so running it again is cheap.
+# Environment: TRAINSCOPE_SKIP_APT=1 skips step 1 (for machines set up by hand).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+log() { printf '\n== setup: %s\n' "$*"; }
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  clang libclang-rt-14-dev llvm
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev
+  python3 python3-venv python3-dev
+)
+
+if [[ "${TRAINSCOPE_SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    if [[ $(id -u) -ne 0 ]]; then
+      echo "setup: installing Debian packages needs root; run as root or install: ${missing[*]}" >&2
+      exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+if [[ ! -x "$PY" ]]; then
+  log "creating the Python virtual environment $VENV"
+  /usr/bin/python3 -m venv "$VENV"
+fi
+want=$(sha256sum requirements.lock | cut -c1-16)
+if [[ "$(cat "$VENV/.lock-hash" 2>/dev/null)" != "$want" ]]; then
+  log "installing pinned Python packages (requirements.lock; PyTorch is large, this takes minutes)"
+  "$PY" -m pip install -q -r requirements.lock
+  echo "$want" >"$VENV/.lock-hash"
+fi
+
+log "building the C++ core, tests and benchmarks (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPython_EXECUTABLE="$PY" >/dev/null
+cmake --build build -j"$(nproc)"
+
+if [[ -f pyproject.toml ]]; then
+  log "installing trainscope into the virtual environment (pip install .)"
+  "$PY" -m pip install -q --no-build-isolation --no-deps .
+fi
+log "done"

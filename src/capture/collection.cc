@@ -1,0 +1,221 @@
+#include "trainscope/collection.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+namespace trainscope {
+
+namespace ck = collection_keys;
+
+bool IsScalarCollection(std::string_view name) {
+  return name == ck::kLosses || name == ck::kMetrics || name == ck::kSmMetrics ||
+         name == "feature_importance" || name == "average_shap";
+}
+
+bool IsNonReductionCollection(std::string_view name) {
+  return IsScalarCollection(name) || name == ck::kTensorflowSummaries;
+}
+
+bool IsTrainOnlyCollection(std::string_view name) {
+  return name == ck::kGradients || name == ck::kOptimizerVariables;
+}
+
+const std::vector<std::string_view>& KnownCollectionNames() {
+  static const std::vector<std::string_view> kNames = {
+      ck::kDefault, ck::kAll,     ck::kInputs,  ck::kOutputs,   ck::kWeights,
+      ck::kBiases,  ck::kGradients, ck::kLosses, ck::kLayers,   ck::kMetrics,
+      ck::kSmMetrics, ck::kOptimizerVariables, ck::kTensorflowSummaries};
+  return kNames;
+}
+
+// One compiled regex per include_regex entry.
+struct Collection::Regexes {
+  std::vector<std::regex> list;
+};
+
+Collection::Collection(std::string name) : name_(std::move(name)) {
+  compiled_ = std::make_shared<const Regexes>();
+}
+Collection::~Collection() = default;
+Collection::Collection(const Collection&) = default;
+Collection& Collection::operator=(const Collection&) = default;
+
+namespace {
+
+Result<std::regex> CompileRegex(const std::string& collection, const std::string& regex) {
+  try {
+    return std::regex(regex, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return Status::InvalidArgument(
+        "collection '" + collection + "': include_regex '" + regex +
+        "' is not a valid regular expression (" + e.what() +
+        "); fix it or escape its special characters. Regexes are ECMAScript: Python's (?!...) "
+        "lookahead works, lookbehind and (?P<name>...) groups do not");
+  }
+}
+
+}  // namespace
+
+Status Collection::Include(std::string regex) {
+  TS_ASSIGN_OR_RETURN(std::regex re, CompileRegex(name_, regex));
+  auto next = std::make_shared<Regexes>(*compiled_);
+  next->list.push_back(std::move(re));
+  compiled_ = std::move(next);
+  include_regex_.push_back(std::move(regex));
+  ++version_;
+  return Status::OK();
+}
+
+Status Collection::SetIncludeRegex(std::vector<std::string> regexes) {
+  auto next = std::make_shared<Regexes>();
+  for (const auto& r : regexes) {
+    TS_ASSIGN_OR_RETURN(std::regex re, CompileRegex(name_, r));
+    next->list.push_back(std::move(re));
+  }
+  compiled_ = std::move(next);
+  include_regex_ = std::move(regexes);
+  ++version_;
+  return Status::OK();
+}
+
+void Collection::AddTensorName(std::string name) {
+  if (tensor_names_.insert(std::move(name)).second) ++version_;
+}
+
+void Collection::RemoveTensorName(const std::string& name) {
+  if (tensor_names_.erase(name) > 0) ++version_;
+}
+
+void Collection::SetTensorNames(std::set<std::string> names) {
+  tensor_names_ = std::move(names);
+  ++version_;
+}
+
+Status Collection::set_reduction_config(std::optional<ReductionConfig> c) {
+  if (c) TS_RETURN_IF_ERROR(c->Validate("collection '" + name_ + "': reduction_config"));
+  reduction_config_ = std::move(c);
+  ++version_;
+  return Status::OK();
+}
+
+Status Collection::set_save_config(std::optional<SaveConfig> c) {
+  if (c) TS_RETURN_IF_ERROR(c->Validate("collection '" + name_ + "': save_config"));
+  save_config_ = std::move(c);
+  ++version_;
+  return Status::OK();
+}
+
+void Collection::set_save_histogram(bool v) {
+  save_histogram_ = v;
+  ++version_;
+}
+
+bool Collection::Matches(std::string_view tensor) const {
+  if (!tensor_names_.empty() && tensor_names_.count(std::string(tensor)) > 0) return true;
+  for (const auto& re : compiled_->list) {
+    if (std::regex_search(tensor.begin(), tensor.end(), re)) return true;
+  }
+  return false;
+}
+
+CollectionManager CollectionManager::WithPyTorchDefaults() {
+  CollectionManager m;
+  for (auto name : {ck::kAll, ck::kDefault, ck::kWeights, ck::kBiases, ck::kGradients,
+                    ck::kLosses}) {
+    m.GetOrCreate(name);
+  }
+  // Fixed, valid regexes: Include cannot fail here.
+  (void)m.Get(ck::kWeights)->Include("^(?!gradient).*weight");
+  (void)m.Get(ck::kBiases)->Include("^(?!gradient).*bias");
+  (void)m.Get(ck::kGradients)->Include("^gradient");
+  (void)m.Get(ck::kLosses)->Include("[Ll]oss_(?!input).*output");
+  return m;
+}
+
+bool CollectionManager::IsBuiltIn(std::string_view name) {
+  return name == ck::kAll || name == ck::kDefault || name == ck::kWeights ||
+         name == ck::kBiases || name == ck::kGradients || name == ck::kLosses;
+}
+
+std::shared_ptr<Collection> CollectionManager::Get(std::string_view name) const {
+  for (const auto& c : collections_) {
+    if (c->name() == name) return c;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<Collection> CollectionManager::GetOrCreate(std::string_view name) {
+  if (auto c = Get(name)) return c;
+  collections_.push_back(std::make_shared<Collection>(std::string(name)));
+  ++structure_version_;
+  return collections_.back();
+}
+
+void CollectionManager::Add(std::shared_ptr<Collection> c) {
+  ++structure_version_;
+  for (auto& existing : collections_) {
+    if (existing->name() == c->name()) {
+      existing = std::move(c);
+      return;
+    }
+  }
+  collections_.push_back(std::move(c));
+}
+
+uint64_t CollectionManager::version() const {
+  uint64_t v = structure_version_;
+  for (const auto& c : collections_) v += c->version();
+  return v;
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json SaveConfigModeJson(const SaveConfigMode& m) {
+  Json j;
+  j["save_interval"] = m.save_interval;
+  j["save_steps"] = m.save_steps;
+  j["start_step"] = m.start_step;
+  j["end_step"] = m.end_step ? Json(*m.end_step) : Json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+std::string CollectionManager::ToJson(int num_workers) const {
+  Json colls = Json::object();
+  for (const auto& c : collections_) {
+    Json j;
+    j["name"] = c->name();
+    j["include_regex"] = c->include_regex();
+    j["tensor_names"] = Json::array();
+    for (const auto& t : c->tensor_names()) j["tensor_names"].push_back(t);  // std::set: sorted
+    if (const auto& r = c->reduction_config()) {
+      j["reduction_config"] = {{"save_raw_tensor", r->save_raw_tensor},
+                               {"reductions", r->ReductionsString()},
+                               {"save_shape", r->save_shape}};
+    } else {
+      j["reduction_config"] = nullptr;
+    }
+    if (const auto& s = c->save_config()) {
+      Json sc = Json::object();
+      for (Mode m : {Mode::kTrain, Mode::kEval, Mode::kPredict, Mode::kGlobal}) {
+        sc[std::string(ModeName(m))] = s->mode(m) ? SaveConfigModeJson(*s->mode(m)) : Json(nullptr);
+      }
+      j["save_config"] = std::move(sc);
+    } else {
+      j["save_config"] = nullptr;
+    }
+    j["save_histogram"] = c->save_histogram();
+    colls[c->name()] = std::move(j);
+  }
+  Json root;
+  root["collections"] = std::move(colls);
+  root["_meta"] = {{"num_workers", num_workers}};
+  return root.dump();
+}
+
+}  // namespace trainscope

@@ -1,0 +1,393 @@
+#include "trainscope/hook.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+#include "capture/planner.h"
+#include "capture/workers.h"
+#include "trainscope/tensorboard.h"
+#include "trainscope/trial_format.h"
+#include "trainscope/writer.h"
+
+namespace trainscope {
+
+class Hook::Impl {
+ public:
+  HookConfig config;
+  Env* env = nullptr;
+  capture::Planner planner;
+  bool prepared = false;
+  uint64_t prepared_version = 0;
+  std::string tensorboard_dir;  // empty: no TensorBoard export
+  std::string worker;
+  int rank = 0, world_size = 1;
+  bool writes = false;
+
+  Mode mode = Mode::kGlobal;
+  int64_t step = -1;
+  std::array<int64_t, 4> mode_steps = {-1, -1, -1, -1};
+  uint64_t due = 0;
+
+  std::unique_ptr<TrialWriter> writer;
+  std::unique_ptr<TensorBoardWriter> tensorboard;
+  bool step_open = false;      // writer step begun for `step`
+  bool step_pending = false;   // Step() called, EndStep() not yet
+  bool saved_any_step = false;
+  bool collections_exported = false;
+  bool closed = false;
+  std::vector<std::pair<std::string, double>> early_scalars;  // before the first step
+
+  HookStats stats;
+  Status first_error;
+
+  int64_t current_mode_step() const { return mode_steps[static_cast<size_t>(mode) - 1]; }
+
+  // Reports a failure once (fail open); later ones are counted.
+  Status Report(Status s, std::string_view tensor) {
+    if (s.ok()) return s;
+    ++stats.errors;
+    if (first_error.ok()) {
+      first_error = s.WithContext("tensor '" + std::string(tensor) + "' at step " +
+                                  std::to_string(step));
+      if (!config.quiet) {
+        std::fprintf(stderr,
+                     "trainscope: could not save %s; training continues, later errors are only "
+                     "counted\n",
+                     first_error.ToString().c_str());
+      }
+    }
+    return s;
+  }
+
+  Status EnsureWriter() {
+    if (writer) return Status::OK();
+    WriterOptions o;
+    o.env = env;
+    o.worker = worker;
+    o.max_queue_bytes = config.max_queue_bytes;
+    o.when_full = config.drop_steps_when_full ? WriterOptions::WhenFull::kDropStep
+                                              : WriterOptions::WhenFull::kBlock;
+    o.write_end_marker = false;  // the hook writes it once every worker is done
+    o.quiet = config.quiet;
+    TS_ASSIGN_OR_RETURN(writer, TrialWriter::Open(config.out_dir, o));
+    return Status::OK();
+  }
+
+  // Begins the writer's step for the current step on first use.
+  Status EnsureStep() {
+    if (step_open) return Status::OK();
+    TS_RETURN_IF_ERROR(EnsureWriter());
+    TS_RETURN_IF_ERROR(writer->BeginStep(step, mode, current_mode_step()));
+    step_open = true;
+    return Status::OK();
+  }
+
+  Status EnsureTensorboard() {
+    if (tensorboard) return Status::OK();
+    TS_ASSIGN_OR_RETURN(tensorboard, TensorBoardWriter::Open(tensorboard_dir, env));
+    return Status::OK();
+  }
+
+  Status WriteScalarValue(std::string_view name, const TensorView& v, double value) {
+    if (!writes) return Status::OK();
+    TS_RETURN_IF_ERROR(EnsureStep());
+    TS_RETURN_IF_ERROR(writer->AddTensor(name, v));
+    if (!tensorboard_dir.empty()) {
+      TS_RETURN_IF_ERROR(EnsureTensorboard());
+      TS_RETURN_IF_ERROR(tensorboard->AddScalar(mode, name, step, value));
+    }
+    return Status::OK();
+  }
+
+  Status WriteReductions(std::string_view name, const TensorPlan& p, const TensorStats& s) {
+    for (const Reduction& r : p.reductions) {
+      const double value = s.Value(r);
+      ++stats.reductions_saved;
+      if (!writes) continue;
+      const std::string rname = ReductionTensorName(name, r);
+      TS_RETURN_IF_ERROR(EnsureStep());
+      TS_RETURN_IF_ERROR(writer->AddTensor(rname, TensorView::Scalar(DType::kF64, &value)));
+      if (!tensorboard_dir.empty()) {
+        TS_RETURN_IF_ERROR(EnsureTensorboard());
+        TS_RETURN_IF_ERROR(tensorboard->AddScalar(mode, rname, step, value));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status Write(std::string_view name, const TensorPlan& p, const TensorView& v,
+               std::shared_ptr<const void> keepalive) {
+    if (v.num_elements() == 0) return Status::OK();  // smdebug skips empty tensors
+    if (p.save_shape && writes) {
+      TS_RETURN_IF_ERROR(EnsureStep());
+      TS_RETURN_IF_ERROR(writer->AddShape(name, v.shape));
+    }
+    if (!p.reductions.empty()) {
+      TS_ASSIGN_OR_RETURN(TensorStats s, ComputeStats(v));
+      TS_RETURN_IF_ERROR(WriteReductions(name, p, s));
+    }
+    if (!p.histogram_tag.empty() && writes) {
+      TS_ASSIGN_OR_RETURN(Histogram h, ComputeHistogram(v));
+      TS_RETURN_IF_ERROR(EnsureTensorboard());
+      TS_RETURN_IF_ERROR(tensorboard->AddHistogram(mode, p.histogram_tag, step, h));
+    }
+    if (p.save_raw) {
+      ++stats.tensors_saved;
+      stats.raw_bytes += v.nbytes();
+      if (writes) {
+        TS_RETURN_IF_ERROR(EnsureStep());
+        if (keepalive && v.is_contiguous()) {
+          TS_RETURN_IF_ERROR(writer->AddTensorNoCopy(name, v, std::move(keepalive)));
+        } else {
+          TS_RETURN_IF_ERROR(writer->AddTensor(name, v));
+        }
+      }
+    }
+    if (p.tensorboard_scalar && writes && v.num_elements() == 1 && v.dtype != DType::kString) {
+      TS_ASSIGN_OR_RETURN(double value, ComputeReduction(v, {ReductionOp::kSum, false}));
+      TS_RETURN_IF_ERROR(EnsureTensorboard());
+      TS_RETURN_IF_ERROR(tensorboard->AddScalar(mode, name, step, value));
+    }
+    return Status::OK();
+  }
+
+  Status ExportCollections() {
+    const bool current = prepared && prepared_version == config.collections.version();
+    planner.RecordSeenNames();
+    // Recording the names seen is not a configuration change: no re-planning for it.
+    if (current) prepared_version = config.collections.version();
+    if (!writes) return Status::OK();
+    TS_RETURN_IF_ERROR(EnsureWriter());
+    const int num_workers = config.include_workers == IncludeWorkers::kAll ? world_size : 1;
+    TS_RETURN_IF_ERROR(writer->WriteCollections(config.collections.ToJson(num_workers)));
+    collections_exported = true;
+    return Status::OK();
+  }
+
+  void EndStep() {
+    if (!step_pending) return;
+    step_pending = false;
+    if (step_open) {
+      step_open = false;
+      ++stats.steps_saved;
+      saved_any_step = true;
+      Report(writer->EndStep(), "(end of step)");
+    }
+  }
+};
+
+Hook::Hook(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Hook::~Hook() { Close(); }
+
+Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
+  TS_RETURN_IF_ERROR(config.Validate());
+  auto impl = std::make_unique<Impl>();
+  impl->env = config.env ? config.env : Env::Default();
+  if (config.out_dir.empty() && !config.dry_run) {
+    return Status::InvalidArgument("out_dir is empty: give the hook the folder to write the trial "
+                                   "to (a new folder, or one without training_job_end.ts)");
+  }
+  TS_ASSIGN_OR_RETURN(auto id, capture::ResolveWorker(config.rank, config.world_size));
+  impl->rank = id.rank;
+  impl->world_size = id.world_size;
+  impl->worker = capture::WorkerName(id.rank);
+  impl->writes = !config.dry_run &&
+                 (config.include_workers == IncludeWorkers::kAll || impl->rank == 0);
+  if (impl->writes &&
+      impl->env->FileExists(JoinPath(config.out_dir, trial_format::kEndOfJobFile))) {
+    return Status::InvalidArgument(
+        "out_dir " + config.out_dir + " already holds a finished trial (it has " +
+        std::string(trial_format::kEndOfJobFile) +
+        "): choose a new out_dir, or delete the old trial first");
+  }
+  if (!config.tensorboard_dir.empty()) {
+    impl->tensorboard_dir = config.tensorboard_dir;
+  } else if (config.export_tensorboard) {
+    impl->tensorboard_dir = JoinPath(config.out_dir, trial_format::kTensorboardDir);
+  }
+  if (!config.include_regex.empty()) {
+    auto def = config.collections.GetOrCreate(collection_keys::kDefault);
+    for (const auto& re : config.include_regex) TS_RETURN_IF_ERROR(def->Include(re));
+  }
+  if (config.save_all) {
+    auto all = config.collections.GetOrCreate(collection_keys::kAll);
+    if (std::find(all->include_regex().begin(), all->include_regex().end(), ".*") ==
+        all->include_regex().end()) {
+      TS_RETURN_IF_ERROR(all->Include(".*"));
+    }
+  }
+  if (!config.quiet) {
+    for (const auto& w : config.warnings) std::fprintf(stderr, "trainscope: %s\n", w.c_str());
+  }
+  impl->config = std::move(config);
+  return std::unique_ptr<Hook>(new Hook(std::move(impl)));
+}
+
+Result<std::unique_ptr<Hook>> Hook::CreateFromJsonFile(const std::string& path) {
+  TS_ASSIGN_OR_RETURN(HookConfig config, LoadHookConfigFile(path));
+  TS_ASSIGN_OR_RETURN(auto hook, Create(std::move(config)));
+  // A JSON configuration is complete: check its collections now, not at the first step.
+  TS_RETURN_IF_ERROR(hook->Prepare());
+  return hook;
+}
+
+CollectionManager& Hook::collections() { return impl_->config.collections; }
+const HookConfig& Hook::config() const { return impl_->config; }
+
+Status Hook::Prepare() {
+  Impl& d = *impl_;
+  TS_RETURN_IF_ERROR(
+      d.planner.Prepare(d.config.collections, d.config, !d.tensorboard_dir.empty()));
+  d.prepared = true;
+  d.prepared_version = d.config.collections.version();
+  if (d.step >= 0) d.due = d.planner.DueMask(d.mode, d.current_mode_step());
+  return Status::OK();
+}
+
+std::vector<std::string> Hook::saved_collections() const {
+  return impl_->planner.SavedCollectionNames();
+}
+
+void Hook::SetMode(Mode m) { impl_->mode = m; }
+Mode Hook::mode() const { return impl_->mode; }
+int64_t Hook::step() const { return impl_->step; }
+int64_t Hook::mode_step() const { return impl_->current_mode_step(); }
+bool Hook::is_saving_step() const { return impl_->due != 0; }
+
+bool Hook::Step() {
+  Impl& d = *impl_;
+  if (d.closed) return false;
+  EndStep();
+  if (d.saved_any_step && !d.collections_exported) d.Report(d.ExportCollections(), "(collections)");
+  if (!d.prepared || d.prepared_version != d.config.collections.version()) {
+    Status s = Prepare();
+    if (!s.ok()) {
+      d.Report(s, "(configuration)");
+      d.due = 0;
+    }
+  }
+  ++d.step;
+  ++d.mode_steps[static_cast<size_t>(d.mode) - 1];
+  if (d.mode != Mode::kGlobal) d.mode_steps[static_cast<size_t>(Mode::kGlobal) - 1] = d.step;
+  d.step_pending = true;
+  d.due = d.prepared ? d.planner.DueMask(d.mode, d.current_mode_step()) : 0;
+  if (!d.early_scalars.empty()) {
+    auto early = std::move(d.early_scalars);
+    d.early_scalars.clear();
+    for (const auto& [name, value] : early) SaveScalar(name, value);
+  }
+  return d.due != 0;
+}
+
+void Hook::EndStep() { impl_->EndStep(); }
+
+const TensorPlan& Hook::Plan(std::string_view name) {
+  return impl_->planner.Plan(name, impl_->due);
+}
+
+Status Hook::SaveTensor(std::string_view name, const TensorView& v) {
+  return SaveTensorNoCopy(name, v, nullptr);
+}
+
+Status Hook::SaveTensorNoCopy(std::string_view name, const TensorView& v,
+                              std::shared_ptr<const void> keepalive) {
+  Impl& d = *impl_;
+  if (d.due == 0 || d.closed) return Status::OK();
+  const TensorPlan& p = d.planner.Plan(name, d.due);
+  if (!p.save) return Status::OK();
+  return d.Report(d.Write(name, p, v, std::move(keepalive)), name);
+}
+
+Status Hook::SaveStats(std::string_view name, const TensorStats& stats,
+                       const std::vector<int64_t>& shape) {
+  Impl& d = *impl_;
+  if (d.due == 0 || d.closed) return Status::OK();
+  const TensorPlan& p = d.planner.Plan(name, d.due);
+  if (!p.save || stats.count == 0) return Status::OK();
+  Status s;
+  if (p.save_shape && d.writes) {
+    s = d.EnsureStep();
+    if (s.ok()) s = d.writer->AddShape(name, shape);
+  }
+  if (s.ok()) s = d.WriteReductions(name, p, stats);
+  return d.Report(s, name);
+}
+
+Status Hook::SaveScalar(std::string_view name, double value) {
+  Impl& d = *impl_;
+  if (d.closed) return Status::OK();
+  if (d.step < 0) {
+    d.early_scalars.emplace_back(std::string(name), value);
+    return Status::OK();
+  }
+  const std::string full = "scalar/" + std::string(name);
+  const int64_t one = 1;
+  TensorView v{DType::kF64, &value, {one}, {}, {}};
+  return d.Report(d.WriteScalarValue(full, v, value), full);
+}
+
+Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
+                              const std::vector<std::string>& collections) {
+  Impl& d = *impl_;
+  std::vector<std::shared_ptr<Collection>> colls;
+  for (const auto& c : collections) {
+    auto coll = d.config.collections.GetOrCreate(c);
+    if (coll->tensor_names().count(std::string(name)) == 0) coll->AddTensorName(std::string(name));
+    colls.push_back(std::move(coll));
+  }
+  // As smdebug: written at a saving step, as its own collections say, due or not.
+  if (d.due == 0 || d.closed || !d.prepared) return Status::OK();
+  const TensorPlan p = d.planner.PlanWith(name, d.due, colls, d.config.reduction_config);
+  if (!p.save) return Status::OK();
+  return d.Report(d.Write(name, p, v, nullptr), name);
+}
+
+Status Hook::Flush() {
+  Impl& d = *impl_;
+  if (d.closed || !d.writes) return d.first_error;
+  if (d.saved_any_step || d.step_open) d.Report(d.ExportCollections(), "(collections)");
+  if (d.writer) d.Report(d.writer->Flush(), "(flush)");
+  return d.first_error;
+}
+
+Status Hook::ReportError(Status s, std::string_view tensor) {
+  return impl_->Report(std::move(s), tensor);
+}
+
+Status Hook::Close() {
+  Impl& d = *impl_;
+  if (d.closed) return d.first_error;
+  EndStep();
+  d.closed = true;
+  d.due = 0;
+  if (!d.writes) return d.first_error;
+  d.Report(d.ExportCollections(), "(collections)");
+  if (d.tensorboard) d.Report(d.tensorboard->Close(), "(tensorboard)");
+  if (d.writer) {
+    Status s = d.writer->Close();
+    d.Report(s, "(closing the writer)");
+    if (!s.ok()) return d.first_error;  // steps were lost: no end marker
+  }
+  const int num_workers = d.config.include_workers == IncludeWorkers::kAll ? d.world_size : 1;
+  auto marked = capture::MarkDoneAndMaybeEnd(d.env, d.config.out_dir, d.worker, num_workers);
+  if (!marked.ok()) d.Report(marked.status(), "(end marker)");
+  return d.first_error;
+}
+
+bool Hook::closed() const { return impl_->closed; }
+const std::string& Hook::worker() const { return impl_->worker; }
+int Hook::rank() const { return impl_->rank; }
+int Hook::world_size() const { return impl_->world_size; }
+bool Hook::writes() const { return impl_->writes; }
+
+HookStats Hook::stats() const {
+  HookStats s = impl_->stats;
+  s.plans_built = impl_->planner.plans_built();
+  return s;
+}
+
+Status Hook::first_error() const { return impl_->first_error; }
+
+}  // namespace trainscope

@@ -1,0 +1,191 @@
+#include "capture/planner.h"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <numeric>
+
+namespace trainscope::capture {
+namespace {
+
+const TensorPlan kNothing{};
+
+// "did you mean" for a misspelt collection name.
+std::string Suggestion(std::string_view name, const CollectionManager& cm) {
+  std::vector<std::string> candidates;
+  for (const auto& c : cm.collections()) candidates.push_back(c->name());
+  for (auto k : KnownCollectionNames()) candidates.emplace_back(k);
+  for (const auto& c : candidates) {
+    if (c == std::string(name) + "s" || std::string(c) + "s" == name ||
+        (c.size() == name.size() &&
+         std::inner_product(c.begin(), c.end(), name.begin(), 0, std::plus<>(),
+                            std::not_equal_to<>()) == 1)) {
+      return " (did you mean '" + c + "'?)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status Planner::Prepare(CollectionManager& collections, const HookConfig& config,
+                        bool tensorboard) {
+  tensorboard_ = tensorboard;
+  std::set<std::string> included(config.default_include_collections.begin(),
+                                 config.default_include_collections.end());
+  if (config.include_collections) {
+    included.insert(config.include_collections->begin(), config.include_collections->end());
+  }
+  if (!config.include_regex.empty()) included.insert(std::string(collection_keys::kDefault));
+  if (config.save_all) included.insert(std::string(collection_keys::kAll));
+  const bool save_every_collection = included.count(std::string(collection_keys::kAll)) > 0;
+
+  for (const auto& name : included) {
+    auto c = collections.Get(name);
+    if (c == nullptr || (c->empty() && !CollectionManager::IsBuiltIn(name))) {
+      return Status::InvalidArgument(
+          "include_collections names '" + name + "'" + Suggestion(name, collections) +
+          ", which " + (c == nullptr ? "does not exist" : "has no include_regex and no tensor names") +
+          ": fix the name, or give the collection something to match "
+          "(hook.get_collection('" + name + "').include(regex), add_module_tensors, or a "
+          "CollectionConfigurations entry with include_regex)");
+    }
+  }
+
+  SaveConfig hook_save = config.save_config;
+  hook_save.MergeDefaults(SaveConfig());
+  std::vector<std::shared_ptr<Collection>> saved;
+  for (const auto& c : collections.collections()) {
+    // Effective configs, as smdebug's _prepare_collections gives them to every collection.
+    if (IsNonReductionCollection(c->name()) && c->save_histogram()) c->set_save_histogram(false);
+    if (!c->save_config()) {
+      TS_RETURN_IF_ERROR(c->set_save_config(hook_save));
+    } else if (!c->save_config()->complete()) {
+      SaveConfig s = *c->save_config();
+      s.MergeDefaults(hook_save);
+      TS_RETURN_IF_ERROR(c->set_save_config(s));
+    }
+    if (IsNonReductionCollection(c->name())) {
+      ReductionConfig raw_only;
+      raw_only.save_raw_tensor = true;
+      if (c->reduction_config() != raw_only) TS_RETURN_IF_ERROR(c->set_reduction_config(raw_only));
+    } else if (!c->reduction_config()) {
+      TS_RETURN_IF_ERROR(c->set_reduction_config(config.reduction_config));
+    }
+    if (save_every_collection || included.count(c->name()) > 0) {
+      if (c->empty() && !CollectionManager::IsBuiltIn(c->name())) {
+        return Status::InvalidArgument("collection '" + c->name() +
+                                       "' has no include_regex and no tensor names: give it a "
+                                       "regex with include(), or remove it");
+      }
+      saved.push_back(c);
+    }
+  }
+  if (saved.size() > kMaxSavedCollections) {
+    return Status::InvalidArgument("the hook saves " + std::to_string(saved.size()) +
+                                   " collections; at most 64 are supported: merge some (a "
+                                   "collection may have several include_regex)");
+  }
+  saved_ = std::move(saved);
+  cache_.clear();
+  return Status::OK();
+}
+
+uint64_t Planner::DueMask(Mode mode, int64_t mode_step) const {
+  uint64_t due = 0;
+  const bool eval_like = mode == Mode::kEval || mode == Mode::kPredict;
+  for (size_t i = 0; i < saved_.size(); ++i) {
+    const Collection& c = *saved_[i];
+    if (eval_like && IsTrainOnlyCollection(c.name())) continue;
+    if (c.save_config() && c.save_config()->ShouldSave(mode, mode_step)) due |= uint64_t{1} << i;
+  }
+  return due;
+}
+
+const TensorPlan& Planner::Plan(std::string_view name, uint64_t due) {
+  auto it = cache_.find(name);
+  if (it == cache_.end()) {
+    Entry e;
+    for (size_t i = 0; i < saved_.size(); ++i) {
+      if (saved_[i]->Matches(name)) e.members |= uint64_t{1} << i;
+    }
+    it = cache_.emplace(std::string(name), std::move(e)).first;
+  }
+  const uint64_t subset = it->second.members & due;
+  if (subset == 0) return kNothing;
+  for (const auto& [key, plan] : it->second.plans) {
+    if (key == subset) return *plan;
+  }
+  ++plans_built_;
+  it->second.plans.emplace_back(subset, std::make_unique<TensorPlan>(Build(name, subset)));
+  return *it->second.plans.back().second;
+}
+
+void Planner::Forget(std::string_view name) {
+  auto it = cache_.find(name);
+  if (it != cache_.end()) cache_.erase(it);
+}
+
+void Planner::AddToPlan(std::string_view name, const Collection& c, const ReductionConfig& rc,
+                        TensorPlan* p) const {
+  p->save_raw = p->save_raw || rc.save_raw_tensor;
+  p->save_shape = p->save_shape || rc.save_shape;
+  if (IsScalarCollection(c.name())) {
+    p->tensorboard_scalar = p->tensorboard_scalar || tensorboard_;
+    return;
+  }
+  for (const Reduction& r : rc.All()) {
+    if (std::find(p->reductions.begin(), p->reductions.end(), r) == p->reductions.end()) {
+      p->reductions.push_back(r);
+    }
+  }
+  if (tensorboard_ && p->histogram_tag.empty() && c.save_histogram() &&
+      !IsNonReductionCollection(c.name())) {
+    p->histogram_tag = c.name() + "/" + std::string(name);
+  }
+}
+
+TensorPlan Planner::Build(std::string_view name, uint64_t subset) const {
+  TensorPlan p;
+  for (uint64_t bits = subset; bits != 0; bits &= bits - 1) {
+    const Collection& c = *saved_[static_cast<size_t>(std::countr_zero(bits))];
+    AddToPlan(name, c, *c.reduction_config(), &p);
+  }
+  p.save = p.save_raw || p.save_shape || !p.reductions.empty() || !p.histogram_tag.empty() ||
+           p.tensorboard_scalar;
+  return p;
+}
+
+TensorPlan Planner::PlanWith(std::string_view name, uint64_t due,
+                             const std::vector<std::shared_ptr<Collection>>& extra,
+                             const ReductionConfig& default_rc) {
+  TensorPlan p = Plan(name, due);
+  for (const auto& c : extra) {
+    ReductionConfig rc = c->reduction_config() ? *c->reduction_config() : default_rc;
+    if (IsNonReductionCollection(c->name())) {
+      rc = ReductionConfig();
+      rc.save_raw_tensor = true;
+    }
+    AddToPlan(name, *c, rc, &p);
+  }
+  p.save = p.save_raw || p.save_shape || !p.reductions.empty() || !p.histogram_tag.empty() ||
+           p.tensorboard_scalar;
+  return p;
+}
+
+std::vector<std::string> Planner::SavedCollectionNames() const {
+  std::vector<std::string> out;
+  for (const auto& c : saved_) out.push_back(c->name());
+  return out;
+}
+
+void Planner::RecordSeenNames() {
+  for (const auto& [name, entry] : cache_) {
+    for (uint64_t bits = entry.members; bits != 0; bits &= bits - 1) {
+      Collection& c = *saved_[static_cast<size_t>(std::countr_zero(bits))];
+      if (c.tensor_names().count(name) == 0) c.AddTensorName(name);
+    }
+  }
+}
+
+}  // namespace trainscope::capture

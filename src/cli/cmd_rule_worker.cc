@@ -1,0 +1,181 @@
+// `trainscope rule-worker DIR --rule SPEC [--action SPEC]...`: evaluates one rule on a trial as
+// it grows, writing rule-output/<Rule>/ and acting on findings. `trainscope run` starts one per
+// rule, so a rule that crashes takes only itself down. SIGTERM or SIGINT ends it cleanly
+// (statuses become final: Stopped if nothing was found).
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/rule_spec.h"
+#include "trainscope/action_set.h"
+#include "trainscope/env.h"
+#include "trainscope/event_log.h"
+#include "trainscope/finding.h"
+#include "trainscope/rule_output_format.h"
+#include "trainscope/rule_registry.h"
+#include "trainscope/rule_runner.h"
+#include "trainscope/stop_signal.h"
+#include "trainscope/trial_format.h"
+
+namespace trainscope::cli {
+namespace {
+
+struct WorkerOptions {
+  std::string dir;
+  std::string rule;
+  std::vector<std::string> actions;
+};
+
+// Writes a final status for a rule that never got to run (no trial data, bad rule).
+void WriteFinalStatus(const std::string& dir, const std::string& rule, const std::string& status,
+                      const std::string& message) {
+  namespace fmt = rule_output_format;
+  Env* env = Env::Default();
+  std::string out = JoinPath(JoinPath(dir, fmt::kRuleOutputDir), rule);
+  if (!env->CreateDirs(out).ok()) return;
+  nlohmann::json j{{"version", fmt::kStatusVersion}, {"rule", rule},   {"status", status},
+                   {"message", message},             {"trial", dir},   {"finished", true},
+                   {"steps_evaluated", 0},           {"last_step", -1}, {"findings", 0},
+                   {"first_finding_step", -1},       {"updated_us", env->NowMicros()}};
+  (void)env->WriteFileAtomic(JoinPath(out, fmt::kStatusFile), j.dump(2) + "\n", false);
+}
+
+// Blocks SIGTERM/SIGINT in every thread and waits for them on one thread, which calls `on_signal`.
+class SignalWaiter {
+ public:
+  explicit SignalWaiter(std::function<void()> on_signal) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGUSR1);  // used to wake the thread at exit
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this, on_signal] {
+      int sig = 0;
+      while (sigwait(&set_, &sig) == 0) {
+        if (done_) return;
+        signalled_ = true;
+        on_signal();
+      }
+    });
+  }
+  ~SignalWaiter() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  bool signalled() const { return signalled_; }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> done_{false}, signalled_{false};
+  std::thread thread_;
+};
+
+int RunWorker(const WorkerOptions& o) {
+  auto spec = ParseRuleSpec(o.rule);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "trainscope rule-worker: %s\n", spec.status().message().c_str());
+    return kExitUsage;
+  }
+  auto rule = CreateRule(spec->name, spec->params);
+  if (!rule.ok()) {
+    WriteFinalStatus(o.dir, spec->name, "Error", rule.status().message());
+    std::fprintf(stderr, "trainscope rule-worker: %s\n", rule.status().message().c_str());
+    return kExitUsage;
+  }
+  Env* env = Env::Default();
+  std::atomic<bool> stop{false};
+  std::atomic<RuleRunner*> live_runner{nullptr};
+  SignalWaiter signals([&] {
+    stop = true;
+    if (RuleRunner* r = live_runner.load()) r->Stop();
+  });
+
+  // Wait for the trial's collections file: the training may take a while to save its first step.
+  std::unique_ptr<RuleRunner> runner;
+  for (;;) {
+    auto r = RuleRunner::Open(o.dir);
+    if (r.ok()) {
+      runner = std::move(*r);
+      break;
+    }
+    const bool ended = env->FileExists(JoinPath(o.dir, trial_format::kEndOfJobFile));
+    if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kNotFound) {
+      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message());
+      std::fprintf(stderr, "trainscope rule-worker %s: %s\n", spec->name.c_str(),
+                   r.status().message().c_str());
+      return kExitFailure;
+    }
+    if (ended || stop) {
+      WriteFinalStatus(o.dir, spec->name, ended ? "Error" : "Stopped",
+                       "No debugging data was saved by the training: check that the training "
+                       "script creates a trainscope hook (e.g. Hook.create_from_json_file()) and "
+                       "registers its model");
+      return ended ? kExitFailure : kExitOk;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  EventLog* log = nullptr;
+  std::unique_ptr<EventLog> event_log;
+  if (auto l = EventLog::Open(env, o.dir); l.ok()) {
+    event_log = std::move(*l);
+    log = event_log.get();
+  }
+  std::string all_actions;
+  for (const auto& a : o.actions) all_actions += (all_actions.empty() ? "" : ";") + a;
+  if (!spec->actions.empty()) all_actions += (all_actions.empty() ? "" : ";") + spec->actions;
+  auto actions = ActionSet::Create(all_actions, ActionContext{env, o.dir, log, nullptr});
+  if (!actions.ok()) {
+    WriteFinalStatus(o.dir, spec->name, "Error", actions.status().message());
+    std::fprintf(stderr, "trainscope rule-worker: %s\n", actions.status().message().c_str());
+    return kExitUsage;
+  }
+  ActionSet* action_set = actions->get();
+  const std::string dir = o.dir;
+  runner->AddSink([action_set, env, dir](const RuleFinding& f, const std::string& json) {
+    auto finding = FindingFromJson(json);
+    if (!finding.ok()) {
+      std::fprintf(stderr, "trainscope: cannot hand a finding of %s to actions: %s\n",
+                   f.rule.c_str(), finding.status().message().c_str());
+      return;
+    }
+    (void)action_set->Dispatch(*finding);
+    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequest::FromFinding(*finding));
+  });
+  Status added = runner->AddRule(std::move(*rule));
+  if (!added.ok()) {
+    std::fprintf(stderr, "trainscope rule-worker: %s\n", added.message().c_str());
+    return kExitFailure;
+  }
+  live_runner = runner.get();
+  if (stop) runner->Stop();
+  Status s = runner->Run();
+  live_runner = nullptr;
+  action_set->Close(std::chrono::seconds(10));
+  if (!s.ok()) std::fprintf(stderr, "trainscope rule-worker: %s\n", s.ToString().c_str());
+  for (const auto& st : runner->states()) {
+    if (st.status == RuleEvaluationStatus::kIssuesFound) return kExitIssuesFound;
+    if (st.status == RuleEvaluationStatus::kError) return kExitFailure;
+  }
+  return s.ok() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void RegisterRuleWorker(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<WorkerOptions>();
+  auto* cmd = app.add_subcommand("rule-worker",
+                                 "Evaluate one rule on a trial as it grows (started by `run`)");
+  cmd->add_option("dir", o->dir, "Trial folder")->required();
+  cmd->add_option("--rule", o->rule, "NAME[:KEY=VALUE,...][@ACTIONS]")->required();
+  cmd->add_option("--action", o->actions, "Action spec for every finding (docs/actions.md)");
+  cmd->group("");  // internal: hidden from --help
+  cmd->callback([o, exit_code] { *exit_code = RunWorker(*o); });
+}
+
+}  // namespace trainscope::cli

@@ -1,0 +1,90 @@
+// `trainscope rules [NAME] [--json]`: the built-in rules, their parameters and defaults, and the
+// collections each needs saved.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/rule_spec.h"
+#include "cli/table.h"
+#include "trainscope/rule_registry.h"
+
+namespace trainscope::cli {
+namespace {
+
+nlohmann::json InfoJson(const RuleInfo& info) {
+  nlohmann::json j{{"name", info.name}, {"summary", info.summary}};
+  j["parameters"] = nlohmann::json::array();
+  for (const auto& p : info.params) {
+    j["parameters"].push_back({{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
+  }
+  j["collections"] = nlohmann::json::array();
+  for (const auto& c : info.default_collections) {
+    j["collections"].push_back({{"name", c.name},
+                                {"include_regex", c.include_regex},
+                                {"save_interval", c.save_interval},
+                                {"reductions", c.reductions},
+                                {"save_raw_tensor", c.save_raw_tensor}});
+  }
+  return j;
+}
+
+int RunRules(const std::string& name, bool json) {
+  std::vector<std::string> names = name.empty() ? RuleNames() : std::vector<std::string>{name};
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& n : names) {
+    auto info = DescribeRule(n);
+    if (!info.ok()) {
+      std::fprintf(stderr, "trainscope rules: %s\n", info.status().message().c_str());
+      return kExitUsage;
+    }
+    all.push_back(InfoJson(*info));
+  }
+  if (json) {
+    std::cout << all.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (name.empty()) {
+    Table t({"rule", "default", "what it catches"});
+    auto defaults = DefaultRuleNames();
+    for (const auto& r : all) {
+      bool is_default =
+          std::find(defaults.begin(), defaults.end(), r["name"].get<std::string>()) != defaults.end();
+      t.AddRow({r["name"], is_default ? "yes" : "", r["summary"]});
+    }
+    std::cout << t.Render(100) << "\n`trainscope rules NAME` shows a rule's parameters; "
+              << "use them as --rule NAME:KEY=VALUE,...\n";
+    return kExitOk;
+  }
+  const auto& r = all[0];
+  std::cout << r["name"].get<std::string>() << ": " << r["summary"].get<std::string>() << "\n\n";
+  Table t({"parameter", "default", "meaning"});
+  for (const auto& p : r["parameters"]) t.AddRow({p["name"], p["default"], p["help"]});
+  std::cout << t.Render(100);
+  if (!r["collections"].empty()) {
+    std::cout << "\nSaved for it under `trainscope run`:\n";
+    for (const auto& c : r["collections"]) {
+      std::cout << "  " << c["name"].get<std::string>() << " every "
+                << c["save_interval"].get<int64_t>() << " steps";
+      if (!c["include_regex"].empty()) std::cout << ", regex " << c["include_regex"].dump();
+      if (!c["reductions"].empty()) std::cout << ", reductions " << c["reductions"].dump();
+      std::cout << "\n";
+    }
+  }
+  std::cout << "\nDetails: docs/rules/" << r["name"].get<std::string>() << ".md\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterRules(CLI::App& app, int* exit_code) {
+  auto name = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("rules", "List the built-in rules, or one rule's parameters");
+  cmd->add_option("name", *name, "A rule name");
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([=] { *exit_code = RunRules(*name, *json); });
+}
+
+}  // namespace trainscope::cli

@@ -1,0 +1,433 @@
+// `trainscope run [options] -- COMMAND...`: runs a training command under the debugger, as a
+// SageMaker training job runs with a DebuggerHookConfig and rules:
+//   1. writes the hook configuration (the collections the chosen rules need) and points the
+//      training at it (TRAINSCOPE_CONFIG, SMDEBUG_CONFIG_FILE_PATH);
+//   2. starts the command, one `trainscope rule-worker` process per rule, and the system sampler;
+//   3. shows a live status line per rule while the command runs, and forwards signals;
+//   4. when the command ends, finishes the trial, lets the rules evaluate the last steps and
+//      prints a summary (or JSON). The exit code says what happened (commands.h).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/rule_spec.h"
+#include "cli/table.h"
+#include "trainscope/action_set.h"
+#include "trainscope/env.h"
+#include "trainscope/prometheus.h"
+#include "trainscope/rule_registry.h"
+#include "trainscope/stop_signal.h"
+#include "trainscope/system_sampler.h"
+#include "trainscope/trial_format.h"
+#include "trainscope/writer.h"
+
+namespace trainscope::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunOptions {
+  std::string out;
+  std::vector<std::string> rules;
+  std::string preset;  // default | all | none
+  std::string rules_file;
+  std::vector<std::string> actions;
+  int64_t save_interval = 0;  // 0: the rules' own intervals, 500 for other collections
+  int64_t system_interval_ms = 500;
+  bool no_system = false;
+  int metrics_port = -1;
+  double rules_timeout_s = 60;
+  double stop_grace_s = 30;
+  bool json = false;
+  std::vector<std::string> command;
+};
+
+std::string DefaultOutDir() {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "runs/%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+// The rule specs to run, validated by creating each rule once.
+Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
+                                           std::vector<CollectionRequest>* collections) {
+  std::vector<RuleSpec> specs;
+  std::vector<std::string> names;
+  if (o.preset == "default" || (o.preset.empty() && o.rules.empty() && o.rules_file.empty())) {
+    names = DefaultRuleNames();
+  } else if (o.preset == "all") {
+    for (const auto& n : RuleNames()) {
+      if (n != "SimilarAcrossRuns" && n != "Confusion" && n != "ClassImbalance") names.push_back(n);
+    }
+  } else if (!o.preset.empty() && o.preset != "none") {
+    return Status::InvalidArgument("--rules '" + o.preset + "': use default, all or none");
+  }
+  for (const auto& n : names) specs.push_back(RuleSpec{n, {}, "", n});
+  for (const auto& text : o.rules) {
+    TS_ASSIGN_OR_RETURN(RuleSpec s, ParseRuleSpec(text));
+    specs.push_back(std::move(s));
+  }
+  if (!o.rules_file.empty()) {
+    TS_ASSIGN_OR_RETURN(auto file_specs, ReadRulesFile(o.rules_file));
+    for (auto& s : file_specs) specs.push_back(std::move(s));
+  }
+  // A rule given explicitly replaces the preset's entry of the same name.
+  std::vector<RuleSpec> unique;
+  for (auto it = specs.rbegin(); it != specs.rend(); ++it) {
+    bool seen = false;
+    for (const auto& u : unique) seen |= u.name == it->name;
+    if (!seen) unique.insert(unique.begin(), *it);
+  }
+  for (const auto& s : unique) {
+    TS_ASSIGN_OR_RETURN(auto rule, CreateRule(s.name, s.params));
+    for (auto c : rule->RequiredCollections()) {
+      if (o.save_interval > 0) c.save_interval = o.save_interval;
+      collections->push_back(std::move(c));
+    }
+    if (!s.actions.empty()) TS_RETURN_IF_ERROR(ParseActionSpecs(s.actions).status());
+  }
+  for (const auto& a : o.actions) TS_RETURN_IF_ERROR(ParseActionSpecs(a).status());
+  return unique;
+}
+
+std::string HookConfigJson(const std::string& out, int64_t save_interval,
+                           const std::vector<CollectionRequest>& collections) {
+  nlohmann::json j;
+  j["LocalPath"] = out;
+  j["HookParameters"] = {{"save_interval", std::to_string(save_interval > 0 ? save_interval : 500)}};
+  auto merged = MergeCollectionRequests(collections);
+  bool has_losses = false;
+  for (const auto& c : merged) has_losses |= c.name == "losses";
+  if (!has_losses) {
+    CollectionRequest losses;
+    losses.name = "losses";
+    losses.save_interval = save_interval > 0 ? save_interval : 10;
+    merged.push_back(losses);
+    merged = MergeCollectionRequests(merged);
+  }
+  j["CollectionConfigurations"] = nlohmann::json::parse(CollectionRequestsToHookJson(merged));
+  return j.dump(2) + "\n";
+}
+
+std::string ProfilerConfigJson(const std::string& out, int64_t interval_ms) {
+  nlohmann::json j;
+  j["ProfilingParameters"] = {{"ProfilerEnabled", true},
+                              {"LocalPath", out},
+                              {"system_monitor_interval_millis", interval_ms}};
+  return j.dump(2) + "\n";
+}
+
+// Forks and execs argv with `env_add` added to the environment, in its own process group.
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_add,
+            bool own_group) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  if (own_group) setpgid(0, 0);
+  for (const auto& e : env_add) putenv(const_cast<char*>(e.c_str()));
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::fprintf(stderr, "trainscope run: cannot start '%s': %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "trainscope";
+  buf[n] = '\0';
+  return buf;
+}
+
+class LiveView {
+ public:
+  explicit LiveView(bool enabled) : enabled_(enabled) {}
+  void Update(const std::vector<RuleStatusView>& rules, double elapsed_s) {
+    std::string text;
+    for (const auto& r : rules) {
+      char line[256];
+      std::snprintf(line, sizeof(line), "  %-26s %-14s step %-8s findings %lld", r.rule.c_str(),
+                    r.status.c_str(), r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
+                    static_cast<long long>(r.findings));
+      text += line;
+      text += "\n";
+    }
+    char head[128];
+    std::snprintf(head, sizeof(head), "trainscope: training running for %s\n",
+                  FormatDuration(elapsed_s).c_str());
+    text = head + text;
+    if (enabled_) {
+      if (lines_ > 0) std::fprintf(stderr, "\x1b[%dA\x1b[J", lines_);
+      std::fputs(text.c_str(), stderr);
+      lines_ = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+    } else {
+      // Not a terminal: print each rule's status when it changes.
+      for (const auto& r : rules) {
+        auto& last = last_status_[r.rule];
+        if (last != r.status) {
+          std::fprintf(stderr, "trainscope: %s: %s%s\n", r.rule.c_str(), r.status.c_str(),
+                       r.first_finding_step >= 0
+                           ? (" at step " + std::to_string(r.first_finding_step)).c_str()
+                           : "");
+          last = r.status;
+        }
+      }
+    }
+  }
+
+ private:
+  bool enabled_;
+  int lines_ = 0;
+  std::map<std::string, std::string> last_status_;
+};
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal = sig; }
+
+int RunRun(RunOptions o) {
+  if (o.command.empty()) {
+    std::fprintf(stderr, "trainscope run: no command: write `trainscope run [options] -- python train.py`\n");
+    return kExitUsage;
+  }
+  std::vector<CollectionRequest> collections;
+  auto specs = ResolveRules(o, &collections);
+  if (!specs.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", specs.status().message().c_str());
+    return kExitUsage;
+  }
+  Env* env = Env::Default();
+  if (o.out.empty()) o.out = DefaultOutDir();
+  if (env->FileExists(JoinPath(o.out, trial_format::kEndOfJobFile))) {
+    std::fprintf(stderr,
+                 "trainscope run: %s already holds a finished trial: choose another --out or "
+                 "remove it\n",
+                 o.out.c_str());
+    return kExitUsage;
+  }
+  char abs[4096];
+  std::string meta = JoinPath(o.out, ".trainscope");
+  if (Status s = env->CreateDirs(meta); !s.ok()) {
+    std::fprintf(stderr, "trainscope run: cannot create %s: %s\n", meta.c_str(), s.message().c_str());
+    return kExitFailure;
+  }
+  if (realpath(o.out.c_str(), abs) != nullptr) o.out = abs;
+  meta = JoinPath(o.out, ".trainscope");
+  const std::string hook_config = JoinPath(meta, "hook_config.json");
+  const std::string profiler_config = JoinPath(meta, "profiler_config.json");
+  (void)StopSignal::Clear(env, o.out);
+  if (Status s = env->WriteFileAtomic(hook_config, HookConfigJson(o.out, o.save_interval, collections), false);
+      !s.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  (void)env->WriteFileAtomic(profiler_config, ProfilerConfigJson(o.out, o.system_interval_ms), false);
+
+  // Signals: the supervisor forwards SIGINT/SIGTERM to the training's process group.
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::vector<std::string> env_add = {
+      "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
+      "TRAINSCOPE_PROFILER_CONFIG=" + profiler_config, "TRAINSCOPE_OUT_DIR=" + o.out,
+      "TRAINSCOPE_RUN=1"};
+  if (!o.json) {
+    std::fprintf(stderr, "trainscope: trial %s\ntrainscope: %zu rule(s):", o.out.c_str(), specs->size());
+    for (const auto& s : *specs) std::fprintf(stderr, " %s", s.name.c_str());
+    std::fprintf(stderr, "\n");
+  }
+  const auto start = Clock::now();
+  pid_t child = Spawn(o.command, env_add, /*own_group=*/true);
+  if (child < 0) {
+    std::fprintf(stderr, "trainscope run: fork failed: %s\n", std::strerror(errno));
+    return kExitFailure;
+  }
+  setpgid(child, child);
+
+  std::unique_ptr<SystemSampler> sampler;
+  if (!o.no_system) {
+    SystemSamplerOptions so;
+    so.interval_millis = o.system_interval_ms;
+    so.root_pid = child;
+    auto s = SystemSampler::Create(env, o.out, so);
+    if (!s.ok()) {
+      std::fprintf(stderr, "trainscope run: system metrics off: %s\n", s.status().message().c_str());
+    } else {
+      sampler = std::move(*s);
+      (void)sampler->Start();
+    }
+  }
+  std::unique_ptr<PrometheusExporter> metrics;
+  if (o.metrics_port >= 0) {
+    metrics = std::make_unique<PrometheusExporter>(o.out);
+    auto port = metrics->Serve("127.0.0.1", o.metrics_port);
+    if (port.ok()) {
+      std::fprintf(stderr, "trainscope: metrics at http://127.0.0.1:%d/metrics\n", *port);
+    } else {
+      std::fprintf(stderr, "trainscope run: metrics off: %s\n", port.status().message().c_str());
+      metrics.reset();
+    }
+  }
+
+  const std::string self = SelfExe();
+  std::map<pid_t, std::string> workers;
+  for (const auto& s : *specs) {
+    std::vector<std::string> argv = {self, "rule-worker", o.out, "--rule", FormatRuleSpec(s)};
+    for (const auto& a : o.actions) {
+      argv.push_back("--action");
+      argv.push_back(a);
+    }
+    workers[Spawn(argv, {}, /*own_group=*/false)] = s.name;
+  }
+
+  LiveView view(!o.json && StdoutIsTerminal() && isatty(STDERR_FILENO));
+  int child_status = 0;
+  bool child_done = false, stop_seen = false, killed = false;
+  Clock::time_point stop_time{}, child_end{};
+  int forwarded = 0;
+  for (;;) {
+    if (int sig = g_signal.exchange(0)) {
+      ++forwarded;
+      kill(-child, forwarded > 2 ? SIGKILL : sig);
+    }
+    if (!child_done && waitpid(child, &child_status, WNOHANG) == child) {
+      child_done = true;
+      child_end = Clock::now();
+      // The training is over: make the end of the trial visible to the rules, even if the
+      // training crashed before its hook could close.
+      // Without any data (the hook never started), the marker tells the rules at once that
+      // none will come (smdebug's MissingCollectionFiles).
+      if (!env->FileExists(JoinPath(o.out, trial_format::kEndOfJobFile))) {
+        (void)WriteEndOfJob(env, o.out);
+      }
+      if (sampler) sampler->Stop();
+    }
+    for (auto it = workers.begin(); it != workers.end();) {
+      int ws;
+      it = waitpid(it->first, &ws, WNOHANG) == it->first ? workers.erase(it) : std::next(it);
+    }
+    auto statuses = ReadRuleStatuses(o.out);
+    if (metrics) {
+      for (const auto& r : statuses) {
+        if (auto st = RuleStatusFromName(r.status)) metrics->SetRuleStatus(r.rule, *st);
+        if (r.last_step >= 0) metrics->RecordStep(r.last_step);
+      }
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!o.json) view.Update(statuses, elapsed);
+    if (!child_done && !stop_seen && StopSignal::Check(o.out)) {
+      stop_seen = true;
+      stop_time = Clock::now();
+      if (metrics) metrics->SetStopRequested(true);
+    }
+    // A hook that never checks the stop signal: stop the training from outside after a grace.
+    if (stop_seen && !child_done && !killed &&
+        Clock::now() - stop_time > std::chrono::duration<double>(o.stop_grace_s)) {
+      std::fprintf(stderr, "trainscope: the training did not stop by itself within %.0f s; "
+                           "sending SIGTERM\n", o.stop_grace_s);
+      kill(-child, SIGTERM);
+      killed = true;
+    }
+    if (child_done && workers.empty()) break;
+    if (child_done && Clock::now() - child_end > std::chrono::duration<double>(o.rules_timeout_s)) {
+      for (auto& [pid, name] : workers) kill(pid, SIGTERM);
+      for (auto& [pid, name] : workers) waitpid(pid, nullptr, 0);
+      workers.clear();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (metrics) metrics->StopServing();
+
+  auto statuses = ReadRuleStatuses(o.out);
+  auto stop = ReadStopRequest(o.out);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  int training_code = WIFEXITED(child_status) ? WEXITSTATUS(child_status)
+                                              : 128 + (WIFSIGNALED(child_status) ? WTERMSIG(child_status) : 0);
+  bool issues = false;
+  for (const auto& r : statuses) issues |= r.status == "IssuesFound";
+  int code = kExitOk;
+  if (stop) {
+    code = kExitStopped;
+  } else if (training_code != 0) {
+    code = kExitTrainingFailed;
+  } else if (issues) {
+    code = kExitIssuesFound;
+  }
+  if (o.json) {
+    nlohmann::json j{{"trial", o.out},
+                     {"command", o.command},
+                     {"training_exit_code", training_code},
+                     {"seconds", elapsed},
+                     {"exit_code", code},
+                     {"rules", StatusesJson(statuses)},
+                     {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
+    std::cout << j.dump(2) << "\n";
+    return code;
+  }
+  std::cout << "\ntrainscope: training "
+            << (stop ? std::string("stopped") : training_code == 0 ? std::string("finished")
+                                              : "exited with code " + std::to_string(training_code))
+            << " after " << FormatDuration(elapsed) << "; trial " << o.out << "\n\n"
+            << RenderStatusTable(statuses);
+  for (const auto& r : statuses) {
+    if (!r.first_finding.is_object()) continue;
+    std::cout << "\n" << r.rule << " at step " << r.first_finding.value("step", int64_t{-1});
+    if (r.first_finding.contains("tensor") && !r.first_finding["tensor"].get<std::string>().empty()) {
+      std::cout << " on " << r.first_finding["tensor"].get<std::string>();
+    }
+    std::cout << ":\n  " << r.first_finding.value("explanation", std::string()) << "\n";
+    std::string rec = r.first_finding.value("recommendation", std::string());
+    if (!rec.empty()) std::cout << "  what to do: " << rec << "\n";
+  }
+  if (stop) {
+    std::cout << "\ntrainscope: training was STOPPED by " << stop->value("rule", std::string("a rule"))
+              << " at step " << stop->value("step", int64_t{-1}) << ": "
+              << stop->value("explanation", std::string()) << "\n";
+  }
+  std::cout << "\nMore: trainscope status " << o.out << "   trainscope ls " << o.out << "\n";
+  return code;
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a training command under the debugger: trainscope run [options] -- COMMAND...");
+  cmd->add_option("--out,-o", o->out, "Trial folder (default: runs/<date-time>)");
+  cmd->add_option("--rule,-r", o->rules, "NAME[:KEY=VALUE,...][@ACTIONS]; repeatable (see `trainscope rules`)");
+  cmd->add_option("--rules", o->preset, "A rule set: default, all or none (default when no --rule)");
+  cmd->add_option("--rules-config", o->rules_file, "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
+  cmd->add_option("--action,-a", o->actions, "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");
+  cmd->add_option("--save-interval", o->save_interval, "Save the rules' collections every N steps");
+  cmd->add_option("--system-interval-ms", o->system_interval_ms, "System metrics interval, 100..60000 ms");
+  cmd->add_flag("--no-system", o->no_system, "Do not sample system metrics");
+  cmd->add_option("--metrics-port", o->metrics_port, "Serve Prometheus metrics on 127.0.0.1:PORT (0: any free port)");
+  cmd->add_option("--rules-timeout", o->rules_timeout_s, "Seconds the rules may take after the training ends");
+  cmd->add_option("--stop-grace", o->stop_grace_s, "Seconds a stopped training gets before SIGTERM");
+  cmd->add_flag("--json", o->json, "Print a JSON summary instead of the live view and table");
+  cmd->add_option("command", o->command, "The training command, after --")->required();
+  cmd->positionals_at_end();
+  cmd->callback([o, exit_code] { *exit_code = RunRun(*o); });
+}
+
+}  // namespace trainscope::cli

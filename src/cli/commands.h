@@ -1,0 +1,36 @@
+// The subcommands of the `trainscope` command. Each Register* function adds one subcommand to
+// the CLI11 app; the callback it installs sets *exit_code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/rule_status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace trainscope::cli {
+
+// Exit codes of the trainscope command (documented in the README).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;       // an error (message on stderr)
+inline constexpr int kExitUsage = 2;         // bad command line
+inline constexpr int kExitIssuesFound = 3;   // `run`/`status`: a rule found issues
+inline constexpr int kExitStopped = 4;       // `run`: a rule stopped the training
+inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command failed
+
+// Shared by `run` and `status`.
+nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
+std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
+
+void RegisterLs(CLI::App& app, int* exit_code);
+void RegisterStatus(CLI::App& app, int* exit_code);
+void RegisterRules(CLI::App& app, int* exit_code);
+void RegisterRuleWorker(CLI::App& app, int* exit_code);
+void RegisterRun(CLI::App& app, int* exit_code);
+
+}  // namespace trainscope::cli

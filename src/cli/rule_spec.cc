@@ -1,0 +1,101 @@
+#include "cli/rule_spec.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace trainscope::cli {
+
+Result<RuleSpec> ParseRuleSpec(const std::string& text) {
+  RuleSpec spec;
+  spec.text = text;
+  std::string body = text;
+  if (auto at = body.find('@'); at != std::string::npos) {
+    spec.actions = body.substr(at + 1);
+    body = body.substr(0, at);
+  }
+  std::string params;
+  if (auto colon = body.find(':'); colon != std::string::npos) {
+    params = body.substr(colon + 1);
+    body = body.substr(0, colon);
+  }
+  spec.name = body;
+  if (spec.name.empty()) {
+    return Status::InvalidArgument("rule spec '" + text +
+                                   "' has no rule name: write NAME[:KEY=VALUE,...][@ACTIONS]");
+  }
+  std::string last_key;
+  std::stringstream ss(params);
+  std::string token;
+  while (std::getline(ss, token, ',')) {
+    auto eq = token.find('=');
+    if (eq == std::string::npos) {
+      if (last_key.empty()) {
+        return Status::InvalidArgument("rule spec '" + text + "': parameter '" + token +
+                                       "' has no value: write KEY=VALUE");
+      }
+      spec.params[last_key] += "," + token;  // continues a comma-separated list
+      continue;
+    }
+    last_key = token.substr(0, eq);
+    if (last_key.empty()) {
+      return Status::InvalidArgument("rule spec '" + text + "': a parameter has no name");
+    }
+    spec.params[last_key] = token.substr(eq + 1);
+  }
+  return spec;
+}
+
+Result<std::vector<RuleSpec>> ReadRulesFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("rules file " + path + " cannot be read");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("rules file " + path + " is not valid JSON: " + e.what());
+  }
+  if (j.is_object() && j.contains("rules")) j = j["rules"];
+  if (!j.is_array()) {
+    return Status::InvalidArgument("rules file " + path +
+                                   ": expected a list of {\"name\", \"parameters\", \"actions\"}");
+  }
+  std::vector<RuleSpec> out;
+  for (const auto& r : j) {
+    if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) {
+      return Status::InvalidArgument("rules file " + path + ": every entry needs a \"name\"");
+    }
+    RuleSpec s;
+    s.name = r["name"].get<std::string>();
+    s.text = r.dump();
+    if (r.contains("parameters")) {
+      for (auto& [k, v] : r["parameters"].items()) {
+        s.params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      }
+    }
+    if (r.contains("actions")) {
+      s.actions = r["actions"].is_string() ? r["actions"].get<std::string>() : r["actions"].dump();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string FormatRuleSpec(const RuleSpec& spec) {
+  std::string out = spec.name;
+  bool first = true;
+  for (const auto& [k, v] : spec.params) {
+    out += first ? ":" : ",";
+    out += k + "=" + v;
+    first = false;
+  }
+  if (!spec.actions.empty()) out += "@" + spec.actions;
+  return out;
+}
+
+std::vector<std::string> DefaultRuleNames() {
+  return {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
+          "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization"};
+}
+
+}  // namespace trainscope::cli

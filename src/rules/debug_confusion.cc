@@ -1,0 +1,206 @@
+// Confusion (docs/rules/Confusion.md): the confusion matrix of an evaluation pass (or, in a run
+// without evaluation, of the last `window` training predictions at the end) has a class whose
+// recall is below min_diag, or whose samples go to one other class more than max_off_diag of the
+// time.
+#include <deque>
+#include <map>
+
+#include "rules/class_util.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+std::string EscapeRegex(const std::string& s) {
+  std::string out = "^";
+  for (char c : s) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out + "$";
+}
+
+class Confusion : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "Confusion";
+  static constexpr int64_t kMinClassSamples = 10;
+  static constexpr int kMaxFindings = 10;
+
+  static std::vector<ParamSpec> Specs() {
+    return {{"category_no", ParamType::kInt, "None", "number of classes (None: inferred)"},
+            {"labels", ParamType::kString, "labels", "name of the labels tensor"},
+            {"predictions", ParamType::kString, "predictions", "name of the predictions tensor"},
+            {"labels_collection", ParamType::kString, "labels", "collection of the labels"},
+            {"predictions_collection", ParamType::kString, "predictions",
+             "collection of the predictions"},
+            {"min_diag", ParamType::kDouble, "0.9",
+             "smallest tolerated share of a class predicted right (recall)"},
+            {"max_off_diag", ParamType::kDouble, "0.1",
+             "largest tolerated share of a class predicted as one given other class"},
+            {"window", ParamType::kInt, "1000",
+             "training predictions checked at the end of a run without evaluation"}};
+  }
+
+  explicit Confusion(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    category_no_ = params().OptInt("category_no");
+    min_diag_ = params().Double("min_diag");
+    max_off_diag_ = params().Double("max_off_diag");
+    window_size_ = params().Int("window");
+    labels_.regexes = {EscapeRegex(params().String("labels"))};
+    if (params().IsSet("labels_collection")) {
+      labels_.collections = {params().String("labels_collection")};
+    }
+    predictions_.regexes = {EscapeRegex(params().String("predictions"))};
+    if (params().IsSet("predictions_collection")) {
+      predictions_.collections = {params().String("predictions_collection")};
+    }
+  }
+
+  Status Validate() const {
+    if (category_no_ && (*category_no_ < 2 || *category_no_ > kMaxClassId)) {
+      return Status::InvalidArgument("Confusion: category_no must be in [2, 100000]");
+    }
+    if (window_size_ < 1 || window_size_ > 10000000) {
+      return Status::InvalidArgument("Confusion: window must be in [1, 1e7]");
+    }
+    if (params().String("labels").empty() || params().String("predictions").empty()) {
+      return Status::InvalidArgument("Confusion: labels and predictions must name tensors");
+    }
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    auto [mode, mode_step] = data().StepMode(step);
+    Verdict v;
+    if (mode != Mode::kEval && !eval_matrix_.empty()) {
+      Evaluate(eval_matrix_, step, "the evaluation pass that ended at step " +
+                                       std::to_string(last_eval_step_), &v);
+      eval_matrix_.clear();
+    }
+    TS_ASSIGN_OR_RETURN(auto label_names, data().Select(labels_, step));
+    TS_ASSIGN_OR_RETURN(auto pred_names, data().Select(predictions_, step));
+    if (label_names.empty() || pred_names.empty()) return v;
+    auto lt = data().Value(label_names.front(), step);
+    auto pt = data().Value(pred_names.front(), step);
+    if (!lt.ok() || !pt.ok()) {
+      const Status& s = lt.ok() ? pt.status() : lt.status();
+      if (IsNoData(s)) return v;
+      return s;
+    }
+    auto labels = ClassIds(*lt, false);
+    auto preds = ClassIds(*pt, true);
+    if (!labels || !preds || labels->size() != preds->size()) return v;
+    tensor_ = pred_names.front();
+    for (size_t i = 0; i < labels->size(); ++i) {
+      const int64_t l = (*labels)[i], p = (*preds)[i];
+      if (category_no_ && (l >= *category_no_ || p >= *category_no_)) continue;
+      if (mode == Mode::kEval) {
+        if (eval_matrix_.size() < kMaxCells || eval_matrix_.count({l, p})) ++eval_matrix_[{l, p}];
+        saw_eval_ = true;
+        last_eval_step_ = step;
+      } else {
+        recent_.emplace_back(l, p);
+        if (static_cast<int64_t>(recent_.size()) > window_size_) recent_.pop_front();
+      }
+    }
+    last_step_ = step;
+    return v;
+  }
+
+  Result<Verdict> Finish(int64_t last_step) override {
+    Verdict v;
+    const int64_t step = last_step_ >= 0 ? last_step_ : last_step;
+    if (!eval_matrix_.empty()) {
+      Evaluate(eval_matrix_, step, "the last evaluation pass", &v);
+      eval_matrix_.clear();
+    } else if (!saw_eval_ && !recent_.empty()) {
+      std::map<std::pair<int64_t, int64_t>, int64_t> m;
+      for (const auto& lp : recent_) ++m[lp];
+      Evaluate(m, step, "the last " + std::to_string(recent_.size()) + " training predictions",
+               &v);
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    CollectionRequest l;
+    l.name = params().IsSet("labels_collection") ? params().String("labels_collection") : "labels";
+    l.include_regex = labels_.regexes;
+    l.save_interval = 1;
+    CollectionRequest p = l;
+    p.name = params().IsSet("predictions_collection") ? params().String("predictions_collection")
+                                                      : "predictions";
+    p.include_regex = predictions_.regexes;
+    return {l, p};
+  }
+
+  size_t StateBytes() const override {
+    return eval_matrix_.size() * 64 + recent_.size() * 16 + 128;
+  }
+
+ private:
+  static constexpr size_t kMaxCells = 1000000;
+
+  void Evaluate(const std::map<std::pair<int64_t, int64_t>, int64_t>& m, int64_t step,
+                const std::string& what, Verdict* v) {
+    std::map<int64_t, int64_t> row_total;
+    for (const auto& [lp, n] : m) row_total[lp.first] += n;
+    int found = 0;
+    for (const auto& [label, total] : row_total) {
+      if (total < kMinClassSamples) continue;
+      int64_t right = 0, worst_n = 0, worst_p = -1;
+      for (auto it = m.lower_bound({label, INT64_MIN}); it != m.end() && it->first.first == label;
+           ++it) {
+        if (it->first.second == label) {
+          right = it->second;
+        } else if (it->second > worst_n) {
+          worst_n = it->second;
+          worst_p = it->first.second;
+        }
+      }
+      const double recall = static_cast<double>(right) / static_cast<double>(total);
+      const double off = static_cast<double>(worst_n) / static_cast<double>(total);
+      const bool low = recall < min_diag_;
+      const bool confused = off > max_off_diag_;
+      if (!low && !confused) continue;
+      if (++found > kMaxFindings) break;
+      RuleFinding f = NewFinding(step);
+      f.tensor = tensor_;
+      f.value = low ? recall : off;
+      f.threshold = low ? min_diag_ : max_off_diag_;
+      f.condition = low ? "confusion[c][c] / samples of c < min_diag"
+                        : "confusion[c][p] / samples of c > max_off_diag";
+      f.explanation = "in " + what + ", class " + std::to_string(label) + " (" +
+                      std::to_string(total) + " samples) is predicted right " + Percent(recall) +
+                      " of the time" +
+                      (worst_p >= 0 ? " and as class " + std::to_string(worst_p) + " " +
+                                          Percent(off) + " of the time"
+                                    : "") +
+                      " (min_diag " + Num(min_diag_) + ", max_off_diag " + Num(max_off_diag_) +
+                      ")";
+      f.recommendation =
+          "the model confuses these classes: look at misclassified examples of them, check "
+          "their labels, add data or augmentation for the weak class, weight it in the loss, or "
+          "train longer if the whole matrix is still poor";
+      v->Add(std::move(f));
+    }
+  }
+
+  std::optional<int64_t> category_no_;
+  double min_diag_, max_off_diag_;
+  int64_t window_size_;
+  TensorSelection labels_, predictions_;
+  std::map<std::pair<int64_t, int64_t>, int64_t> eval_matrix_;
+  std::deque<std::pair<int64_t, int64_t>> recent_;
+  bool saw_eval_ = false;
+  int64_t last_eval_step_ = -1;
+  int64_t last_step_ = -1;
+  std::string tensor_;
+};
+
+}  // namespace
+
+BuiltinDef ConfusionDef() {
+  return MakeDef<Confusion>("the confusion matrix shows a class predicted poorly");
+}
+
+}  // namespace trainscope::rules_internal

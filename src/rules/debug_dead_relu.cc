@@ -1,0 +1,141 @@
+// DeadRelu (docs/rules/DeadRelu.md): more than threshold_layer % of a ReLU layer's units are
+// active (> 0) in fewer than threshold_inactivity % of the samples.
+#include <map>
+
+#include "rules/builtin.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+// smdebug's ".*relu_output", widened to "relu1_output_0", "leaky_relu_output_0", and to
+// activation modules named "act"/"activation" ("encoder.act_output_0").
+constexpr const char* kDefaultRegex = ".*relu\\w*_output|(^|\\.)act\\w*_output";
+
+class DeadRelu : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "DeadRelu";
+  static std::vector<ParamSpec> Specs() {
+    return {CollectionNamesSpec(),
+            TensorRegexSpec(kDefaultRegex),
+            {"threshold_inactivity", ParamType::kDouble, "1.0",
+             "a unit is dead if active (> 0) in fewer than this % of samples"},
+            {"threshold_layer", ParamType::kDouble, "50.0",
+             "the rule fires when more than this % of a layer's units are dead"}};
+  }
+
+  explicit DeadRelu(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    inactivity_ = params().Double("threshold_inactivity") / 100.0;
+    layer_ = params().Double("threshold_layer") / 100.0;
+    selection_ = SelectionFromParams(/*all_if_empty=*/false, {}, {kDefaultRegex});
+    // With the default regex, tensors with negative values are not ReLU outputs ("act" may be
+    // GELU or tanh) and are skipped; tensors the user names are taken as they are.
+    skip_negative_ = params().StringList("tensor_regex") == std::vector<std::string>{kDefaultRegex} &&
+                     params().StringList("collection_names").empty();
+    // By default also the collection "relu_output", which the PyTorch hook fills with the
+    // outputs of ReLU modules by type, whatever their names ("1_output_0" in nn.Sequential).
+    if (skip_negative_) selection_.collections.push_back("relu_output");
+    min_samples_ = static_cast<int64_t>(std::ceil(1.0 / std::max(inactivity_, 1e-6)));
+  }
+
+  Status Validate() const {
+    if (!(inactivity_ > 0 && inactivity_ <= 1) || !(layer_ >= 0 && layer_ < 1)) {
+      return Status::InvalidArgument("DeadRelu: threshold_inactivity must be in (0, 100] and "
+                                     "threshold_layer in [0, 100)");
+    }
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    Verdict v;
+    for (const auto& name : names) {
+      auto t = data().Value(name, step);
+      if (!t.ok()) {
+        if (IsNoData(t.status())) continue;
+        return t.status();
+      }
+      if (!IsNumeric(t->dtype) || t->num_elements() == 0) continue;
+      if (skip_negative_) {
+        auto st = data().Stats(name, step);
+        if (st.ok() && st->min < 0) continue;
+      }
+      const UnitLayout layout = LayoutOf(t->shape);
+      if (layout.units == 0) continue;
+      if (acc_.size() >= 256 && !acc_.count(name)) continue;
+      UnitActivity& a = acc_[name];
+      if (a.shape.size() != t->shape.size() ||
+          static_cast<int64_t>(a.active.size()) != layout.units) {
+        a.active.assign(static_cast<size_t>(layout.units), 0);
+        a.samples = 0;
+        a.shape = t->shape;
+      }
+      ForEachElement(*t, [&](int64_t i, double x) {
+        if (x > 0) ++a.active[static_cast<size_t>(layout.unit_of(i))];
+      });
+      a.samples += layout.samples;
+      // Activity below threshold_inactivity % needs at least 100/threshold_inactivity samples
+      // to be told apart from chance: accumulate consecutive saved steps until there are.
+      if (a.samples < min_samples_) continue;
+      int64_t dead = 0;
+      for (int64_t n : a.active) {
+        if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++dead;
+      }
+      const double fraction = static_cast<double>(dead) / static_cast<double>(layout.units);
+      const int64_t samples = a.samples;
+      a.Reset();
+      if (!(fraction > layer_)) continue;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = fraction * 100.0;
+      f.threshold = layer_ * 100.0;
+      f.condition = "dead units (% of layer) > threshold_layer";
+      f.explanation = std::to_string(dead) + " of " + std::to_string(layout.units) + " units of " +
+                      name + " (" + Percent(fraction) + ") were active in fewer than " +
+                      Percent(inactivity_) + " of " + std::to_string(samples) +
+                      " samples: they are dead and pass no gradient";
+      f.recommendation =
+          "dead ReLUs come from a too high learning rate or large negative biases: lower the "
+          "learning rate, use LeakyReLU/GELU/ELU, initialise with He (kaiming_normal_) and zero "
+          "biases, or add BatchNorm before the ReLU";
+      v.Add(std::move(f));
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    std::vector<CollectionRequest> out;
+    for (const auto& c : selection_.collections) {
+      CollectionRequest r;
+      r.name = c;
+      out.push_back(r);
+    }
+    if (!selection_.regexes.empty()) {
+      CollectionRequest r;
+      r.name = "relu_output";
+      r.include_regex = selection_.regexes;
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& [name, a] : acc_) b += name.capacity() + a.bytes() + 64;
+    return b;
+  }
+
+ private:
+  double inactivity_, layer_;
+  bool skip_negative_;
+  int64_t min_samples_;
+  TensorSelection selection_;
+  std::map<std::string, UnitActivity> acc_;
+};
+
+}  // namespace
+
+BuiltinDef DeadReluDef() {
+  return MakeDef<DeadRelu>("most units of a ReLU layer never activate");
+}
+
+}  // namespace trainscope::rules_internal

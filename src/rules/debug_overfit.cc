@@ -1,0 +1,143 @@
+// Overfit (docs/rules/Overfit.md): after each evaluation pass, (mean validation loss - mean
+// training loss of the training phase before it) / mean training loss > ratio_threshold, for
+// `patience` passes in a row.
+#include <map>
+
+#include "rules/loss_util.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+class Overfit : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "Overfit";
+  static std::vector<ParamSpec> Specs() {
+    return {TensorRegexSpec(),
+            {"start_step", ParamType::kInt, "0", "global step from which losses count"},
+            {"patience", ParamType::kInt, "1",
+             "evaluation passes in a row over the ratio before the rule fires"},
+            {"ratio_threshold", ParamType::kDouble, "0.1",
+             "largest tolerated (validation - training) / training loss"}};
+  }
+
+  explicit Overfit(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    start_step_ = params().Int("start_step");
+    patience_ = params().Int("patience");
+    ratio_threshold_ = params().Double("ratio_threshold");
+    selection_.regexes = params().StringList("tensor_regex");
+    if (selection_.regexes.empty()) selection_ = LossSelection();
+  }
+
+  Status Validate() const {
+    if (patience_ < 1) return Status::InvalidArgument("Overfit: patience must be >= 1");
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    auto [mode, mode_step] = data().StepMode(step);
+    Verdict v;
+    if (mode == Mode::kPredict) return v;
+    if (mode != Mode::kEval) {
+      for (auto& [name, s] : series_) {
+        if (s.eval_count > 0) ClosePass(name, s, step, &v);
+      }
+    }
+    if (step < start_step_) return v;
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    for (const auto& name : names) {
+      TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), name, step));
+      if (!value) continue;
+      if (series_.size() >= kMaxSeries && !series_.count(name)) continue;
+      Series& s = series_[name];
+      if (mode == Mode::kEval) {
+        s.eval_sum += *value;
+        ++s.eval_count;
+      } else {
+        s.train_sum += *value;
+        ++s.train_count;
+      }
+    }
+    return v;
+  }
+
+  Result<Verdict> Finish(int64_t last_step) override {
+    Verdict v;
+    for (auto& [name, s] : series_) {
+      if (s.eval_count > 0) ClosePass(name, s, last_step, &v);
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    CollectionRequest r = LossesRequest();
+    if (!params().StringList("tensor_regex").empty()) {
+      r.name = "overfit_losses";
+      r.include_regex = params().StringList("tensor_regex");
+    }
+    return {r};
+  }
+
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& [name, s] : series_) b += name.capacity() + sizeof(Series) + 48;
+    return b;
+  }
+
+ private:
+  static constexpr size_t kMaxSeries = 64;
+  struct Series {
+    double train_sum = 0;
+    int64_t train_count = 0;
+    double eval_sum = 0;
+    int64_t eval_count = 0;
+    int64_t streak = 0;
+  };
+
+  void ClosePass(const std::string& name, Series& s, int64_t step, Verdict* v) {
+    if (s.train_count > 0) {
+      const double train = s.train_sum / static_cast<double>(s.train_count);
+      const double val = s.eval_sum / static_cast<double>(s.eval_count);
+      const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
+      const double ratio = (val - train) / denom;
+      if (ratio > ratio_threshold_) {
+        ++s.streak;
+        if (s.streak >= patience_) {
+          RuleFinding f = NewFinding(step);
+          f.tensor = name;
+          f.value = ratio;
+          f.threshold = ratio_threshold_;
+          f.condition = "(validation - training) / training loss > ratio_threshold";
+          f.explanation = "mean validation " + name + " is " + Num(val) + " against " +
+                          Num(train) + " in training (" + Percent(ratio) +
+                          " higher, more than " + Percent(ratio_threshold_) +
+                          "): the model fits the training data better than new data";
+          f.recommendation =
+              "the model is overfitting: add regularisation (weight decay, dropout), augment "
+              "the training data or collect more, use a smaller model, or stop earlier (keep "
+              "the checkpoint with the best validation loss)";
+          v->Add(std::move(f));
+        }
+      } else {
+        s.streak = 0;
+      }
+      s.train_sum = 0;
+      s.train_count = 0;
+    }
+    s.eval_sum = 0;
+    s.eval_count = 0;
+  }
+
+  int64_t start_step_;
+  int64_t patience_;
+  double ratio_threshold_;
+  TensorSelection selection_;
+  std::map<std::string, Series> series_;
+};
+
+}  // namespace
+
+BuiltinDef OverfitDef() {
+  return MakeDef<Overfit>("the validation loss is well above the training loss");
+}
+
+}  // namespace trainscope::rules_internal

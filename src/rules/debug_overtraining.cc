@@ -1,0 +1,153 @@
+// Overtraining (docs/rules/Overtraining.md): the training loss (mean over windows of 10 saved
+// steps) made no new best by more than delta (relative) for patience_train windows, or the
+// validation loss (mean per evaluation pass) none for patience_validation passes.
+#include <map>
+
+#include "rules/loss_util.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+class Overtraining : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "Overtraining";
+  // Saved training losses averaged into one value before comparing (noise of single batches).
+  static constexpr int64_t kTrainWindow = 10;
+
+  static std::vector<ParamSpec> Specs() {
+    return {{"patience_train", ParamType::kInt, "5",
+             "windows of 10 training steps without a new best training loss"},
+            {"patience_validation", ParamType::kInt, "10",
+             "evaluation passes without a new best validation loss"},
+            {"delta", ParamType::kDouble, "0.01",
+             "relative improvement over the best loss that counts as a new best"}};
+  }
+
+  explicit Overtraining(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    patience_train_ = params().Int("patience_train");
+    patience_val_ = params().Int("patience_validation");
+    delta_ = params().Double("delta");
+    selection_ = LossSelection();
+  }
+
+  Status Validate() const {
+    if (patience_train_ < 1 || patience_val_ < 1) {
+      return Status::InvalidArgument("Overtraining: patience_train and patience_validation "
+                                     "must be >= 1");
+    }
+    if (delta_ < 0) return Status::InvalidArgument("Overtraining: delta must be >= 0");
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    auto [mode, mode_step] = data().StepMode(step);
+    Verdict v;
+    if (mode == Mode::kPredict) return v;
+    if (mode != Mode::kEval) {
+      for (auto& [name, s] : series_) {
+        if (s.val.count > 0) Observe(name, s.val, /*train=*/false, step, &v);
+      }
+    }
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    for (const auto& name : names) {
+      TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), name, step));
+      if (!value) continue;
+      if (series_.size() >= kMaxSeries && !series_.count(name)) continue;
+      Pair& s = series_[name];
+      if (mode == Mode::kEval) {
+        s.val.sum += *value;
+        ++s.val.count;
+      } else {
+        s.train.sum += *value;
+        if (++s.train.count == kTrainWindow) Observe(name, s.train, /*train=*/true, step, &v);
+      }
+    }
+    return v;
+  }
+
+  Result<Verdict> Finish(int64_t last_step) override {
+    Verdict v;
+    for (auto& [name, s] : series_) {
+      if (s.val.count > 0) Observe(name, s.val, /*train=*/false, last_step, &v);
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    return {LossesRequest()};
+  }
+
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& [name, s] : series_) b += name.capacity() + sizeof(Pair) + 48;
+    return b;
+  }
+
+ private:
+  static constexpr size_t kMaxSeries = 64;
+  struct Track {
+    double sum = 0;
+    int64_t count = 0;
+    bool has_best = false;
+    double best = 0;
+    int64_t since_best = 0;  // windows or passes without a new best
+  };
+  struct Pair {
+    Track train, val;
+  };
+
+  void Observe(const std::string& name, Track& t, bool train, int64_t step, Verdict* v) {
+    const double mean = t.sum / static_cast<double>(t.count);
+    t.sum = 0;
+    t.count = 0;
+    if (!t.has_best || mean < t.best - delta_ * std::fabs(t.best)) {
+      t.best = mean;
+      t.has_best = true;
+      t.since_best = 0;
+      return;
+    }
+    ++t.since_best;
+    const int64_t patience = train ? patience_train_ : patience_val_;
+    if (t.since_best < patience) return;
+    RuleFinding f = NewFinding(step);
+    f.tensor = name;
+    f.value = static_cast<double>(t.since_best);
+    f.threshold = static_cast<double>(patience);
+    if (train) {
+      f.condition = "no new best training loss for patience_train windows of 10 steps";
+      f.explanation = "the training " + name + " (mean per 10 steps, now " + Num(mean) +
+                      ") has not improved on its best " + Num(t.best) + " by more than " +
+                      Percent(delta_) + " for " + std::to_string(t.since_best) +
+                      " windows: more training is not helping";
+      f.recommendation =
+          "training has plateaued: stop it here (attach a stop action), or decay the learning "
+          "rate (e.g. ReduceLROnPlateau) if the loss is still too high";
+    } else {
+      f.condition = "no new best validation loss for patience_validation passes";
+      f.explanation = "the validation " + name + " (now " + Num(mean) +
+                      ") has not improved on its best " + Num(t.best) + " by more than " +
+                      Percent(delta_) + " for " + std::to_string(t.since_best) +
+                      " evaluation passes: the model is being overtrained";
+      f.recommendation =
+          "stop training and keep the checkpoint with the best validation loss (early "
+          "stopping); add regularisation or data augmentation if you need to train longer";
+    }
+    t.since_best = 0;  // report again only after another `patience`
+    v->Add(std::move(f));
+  }
+
+  int64_t patience_train_;
+  int64_t patience_val_;
+  double delta_;
+  TensorSelection selection_;
+  std::map<std::string, Pair> series_;
+};
+
+}  // namespace
+
+BuiltinDef OvertrainingDef() {
+  return MakeDef<Overtraining>(
+      "the training or validation loss stopped reaching new bests (train longer is useless)");
+}
+
+}  // namespace trainscope::rules_internal

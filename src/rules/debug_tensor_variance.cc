@@ -1,0 +1,98 @@
+// TensorVariance (docs/rules/TensorVariance.md): a tensor's variance above max_threshold or
+// below min_threshold.
+#include "rules/builtin.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+class TensorVariance : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "TensorVariance";
+  static std::vector<ParamSpec> Specs() {
+    return {CollectionNamesSpec(), TensorRegexSpec(),
+            {"max_threshold", ParamType::kDouble, "None", "largest tolerated variance"},
+            {"min_threshold", ParamType::kDouble, "None", "smallest tolerated variance"}};
+  }
+
+  explicit TensorVariance(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    max_ = params().OptDouble("max_threshold");
+    min_ = params().OptDouble("min_threshold");
+    selection_ = SelectionFromParams(/*all_if_empty=*/true);
+  }
+
+  Status Validate() const {
+    if (!max_ && !min_) {
+      return Status::InvalidArgument(
+          "TensorVariance: set max_threshold and/or min_threshold (e.g. max_threshold=10, "
+          "min_threshold=0.00001)");
+    }
+    if (max_ && min_ && *min_ > *max_) {
+      return Status::InvalidArgument("TensorVariance: min_threshold > max_threshold");
+    }
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    Verdict v;
+    for (const auto& name : names) {
+      // A single value has no variance worth checking (losses, scalars).
+      auto stats = data().Stats(name, step);
+      if (stats.ok() && stats->count < 2) continue;
+      auto var = data().ReductionValue(name, step, Reduction{ReductionOp::kVariance, false});
+      if (!var.ok()) {
+        if (IsNoData(var.status())) continue;
+        return var.status();
+      }
+      if (std::isnan(*var)) continue;
+      const bool high = max_ && *var > *max_;
+      const bool low = min_ && *var < *min_;
+      if (!high && !low) continue;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = *var;
+      f.threshold = high ? *max_ : *min_;
+      f.condition = high ? "variance > max_threshold" : "variance < min_threshold";
+      f.explanation = "variance of " + name + " is " + Num(*var) +
+                      (high ? ", above " + Num(*max_) + ": its values are spread too widely"
+                            : ", below " + Num(*min_) + ": its values have collapsed together");
+      f.recommendation =
+          high ? "values this spread usually mean exploding weights or activations: lower the "
+                 "learning rate, clip gradients, add normalisation layers or weight decay, and "
+                 "check the initialisation scale"
+               : "values this close usually mean a dead or saturated layer or a collapsed "
+                 "initialisation: check the initialisation (He/Xavier), the learning rate, and "
+                 "for dead ReLUs or saturated sigmoid/tanh units in front of this tensor";
+      v.Add(std::move(f));
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    std::vector<CollectionRequest> out;
+    auto add = [&](const std::string& name, std::vector<std::string> regex) {
+      CollectionRequest r;
+      r.name = name;
+      r.include_regex = std::move(regex);
+      r.reductions = {"variance"};
+      r.save_raw_tensor = false;
+      out.push_back(std::move(r));
+    };
+    if (selection_.empty()) add("weights", {});
+    for (const auto& c : selection_.collections) add(c, {});
+    if (!selection_.regexes.empty()) add("tensor_variance", selection_.regexes);
+    return out;
+  }
+
+ private:
+  std::optional<double> max_, min_;
+  TensorSelection selection_;
+};
+
+}  // namespace
+
+BuiltinDef TensorVarianceDef() {
+  return MakeDef<TensorVariance>("a tensor's variance is outside [min_threshold, max_threshold]");
+}
+
+}  // namespace trainscope::rules_internal

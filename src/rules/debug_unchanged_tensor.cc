@@ -1,0 +1,116 @@
+// UnchangedTensor (docs/rules/UnchangedTensor.md): a tensor allclose to itself over its last
+// num_steps saved steps.
+#include <map>
+
+#include "rules/builtin.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+class UnchangedTensor : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "UnchangedTensor";
+  static constexpr size_t kMaxTensors = 100000;
+
+  static std::vector<ParamSpec> Specs() {
+    return {CollectionNamesSpec(), TensorRegexSpec(),
+            {"num_steps", ParamType::kInt, "3", "saved steps over which the tensor must change"},
+            {"rtol", ParamType::kDouble, "1e-05", "relative tolerance (numpy.allclose)"},
+            {"atol", ParamType::kDouble, "1e-08", "absolute tolerance (numpy.allclose)"},
+            {"equal_nan", ParamType::kBool, "False", "NaN equals NaN"}};
+  }
+
+  explicit UnchangedTensor(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    num_steps_ = params().Int("num_steps");
+    rtol_ = params().Double("rtol");
+    atol_ = params().Double("atol");
+    equal_nan_ = params().Bool("equal_nan");
+    selection_ = SelectionFromParams(/*all_if_empty=*/true);
+  }
+
+  Status Validate() const {
+    if (num_steps_ < 2) return Status::InvalidArgument("UnchangedTensor: num_steps must be >= 2");
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    Verdict v;
+    for (const auto& name : names) {
+      auto cur = data().Value(name, step);
+      if (!cur.ok()) {
+        if (IsNoData(cur.status())) continue;
+        return cur.status();
+      }
+      if (!IsNumeric(cur->dtype)) continue;
+      auto it = tracks_.find(name);
+      if (it == tracks_.end()) {
+        if (tracks_.size() < kMaxTensors) tracks_[name] = Track{step, 1};
+        continue;
+      }
+      Track& t = it->second;
+      auto anchor = data().Value(name, t.anchor_step);
+      double diff = 0;
+      if (!anchor.ok() || !AllClose(*cur, *anchor, rtol_, atol_, equal_nan_, &diff)) {
+        t = Track{step, 1};
+        continue;
+      }
+      if (++t.streak < num_steps_) continue;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = diff;
+      f.threshold = atol_;
+      f.condition = "allclose over the last num_steps saved steps";
+      f.explanation = name + " has not changed over its last " + std::to_string(t.streak) +
+                      " saved steps (" + std::to_string(t.anchor_step) + " to " +
+                      std::to_string(step) + ", largest difference " + Num(diff) + ")";
+      f.recommendation =
+          "a tensor that never changes is not being trained: check that its parameters are in "
+          "the optimizer and have requires_grad=True, that optimizer.step() runs, that the "
+          "learning rate is not 0, and that no dead ReLU or detach() blocks its gradient; for "
+          "inputs, check that the data loader yields new batches";
+      v.Add(std::move(f));
+      t = Track{step, 1};  // report again after another num_steps unchanged steps
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    std::vector<CollectionRequest> out;
+    auto add = [&](const std::string& name, std::vector<std::string> regex) {
+      CollectionRequest r;
+      r.name = name;
+      r.include_regex = std::move(regex);
+      out.push_back(std::move(r));
+    };
+    if (selection_.empty()) add("weights", {});
+    for (const auto& c : selection_.collections) add(c, {});
+    if (!selection_.regexes.empty()) add("unchanged_tensor", selection_.regexes);
+    return out;
+  }
+
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& [name, t] : tracks_) b += name.capacity() + sizeof(Track) + 48;
+    return b;
+  }
+
+ private:
+  struct Track {
+    int64_t anchor_step;
+    int64_t streak;
+  };
+  int64_t num_steps_;
+  double rtol_, atol_;
+  bool equal_nan_;
+  TensorSelection selection_;
+  std::map<std::string, Track> tracks_;
+};
+
+}  // namespace
+
+BuiltinDef UnchangedTensorDef() {
+  return MakeDef<UnchangedTensor>("a tensor stayed the same over num_steps saved steps");
+}
+
+}  // namespace trainscope::rules_internal

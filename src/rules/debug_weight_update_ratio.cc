@@ -1,0 +1,134 @@
+// WeightUpdateRatio (docs/rules/WeightUpdateRatio.md): ||w_s - w_prev||_2 / (||w_prev||_2 +
+// epsilon) above large_threshold or below small_threshold, w_prev being the previous saved
+// value of the weight (at most num_steps steps earlier when num_steps is set).
+#include <map>
+
+#include "rules/builtin.h"
+
+namespace trainscope::rules_internal {
+namespace {
+
+class WeightUpdateRatio : public BuiltinRule {
+ public:
+  static constexpr const char* kName = "WeightUpdateRatio";
+  // Weights whose root-mean-square is below this are zero-initialised: any update is "large"
+  // relative to them, so the large-ratio check skips them.
+  static constexpr double kMinRms = 1e-6;
+
+  static std::vector<ParamSpec> Specs() {
+    return {{"num_steps", ParamType::kInt, "None",
+             "largest step distance between the two saved values compared (None: any)"},
+            {"large_threshold", ParamType::kDouble, "10.0", "largest tolerated update ratio"},
+            {"small_threshold", ParamType::kDouble, "0.00000001", "smallest tolerated ratio"},
+            {"epsilon", ParamType::kDouble, "0.000000001", "added to the weight norm"}};
+  }
+
+  explicit WeightUpdateRatio(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
+    num_steps_ = params().OptInt("num_steps");
+    large_ = params().Double("large_threshold");
+    small_ = params().Double("small_threshold");
+    eps_ = params().Double("epsilon");
+    selection_.collections = {"weights"};
+    selection_.regexes = {"^(?!gradient).*weight"};
+  }
+
+  Status Validate() const {
+    if (num_steps_ && *num_steps_ < 1) {
+      return Status::InvalidArgument("WeightUpdateRatio: num_steps must be >= 1 or None");
+    }
+    if (!(small_ < large_)) {
+      return Status::InvalidArgument("WeightUpdateRatio: small_threshold must be below "
+                                     "large_threshold");
+    }
+    return Status::OK();
+  }
+
+  Result<Verdict> InvokeAtStep(int64_t step) override {
+    auto [mode, mode_step] = data().StepMode(step);
+    Verdict v;
+    if (mode == Mode::kEval || mode == Mode::kPredict) return v;  // weights do not move there
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    for (const auto& name : names) {
+      auto cur = data().Value(name, step);
+      if (!cur.ok()) {
+        if (IsNoData(cur.status())) continue;
+        return cur.status();
+      }
+      if (!IsNumeric(cur->dtype) || cur->num_elements() == 0) continue;
+      auto it = last_.find(name);
+      if (it == last_.end()) {
+        if (last_.size() < 100000) last_[name] = step;
+        continue;
+      }
+      const int64_t prev_step = it->second;
+      it->second = step;
+      if (num_steps_ && step - prev_step > *num_steps_) continue;
+      auto prev = data().Value(name, prev_step);
+      if (!prev.ok() || prev->shape != cur->shape) continue;
+      const std::vector<double> p = ToDoubles(*prev);
+      double diff2 = 0, norm2 = 0;
+      ForEachElement(*cur, [&](int64_t i, double x) {
+        const double d = x - p[static_cast<size_t>(i)];
+        diff2 += d * d;
+        norm2 += p[static_cast<size_t>(i)] * p[static_cast<size_t>(i)];
+      });
+      if (!std::isfinite(diff2) || !std::isfinite(norm2)) continue;  // ExplodingTensor's job
+      const double norm = std::sqrt(norm2);
+      const double ratio = std::sqrt(diff2) / (norm + eps_);
+      const double rms = norm / std::sqrt(static_cast<double>(p.size()));
+      const bool large = ratio > large_ && rms >= kMinRms;
+      const bool small = ratio < small_;
+      if (!large && !small) continue;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = ratio;
+      f.threshold = large ? large_ : small_;
+      f.condition = large ? "||w - w_prev|| / (||w_prev|| + epsilon) > large_threshold"
+                          : "||w - w_prev|| / (||w_prev|| + epsilon) < small_threshold";
+      f.explanation = "between steps " + std::to_string(prev_step) + " and " +
+                      std::to_string(step) + " " + name + " changed by " + Num(ratio) +
+                      " times its norm (" + (large ? "above " + Num(large_) + ": updates swamp "
+                                                       "the weights"
+                                                 : "below " + Num(small_) +
+                                                       ": the weights are not being updated") +
+                      ")";
+      f.recommendation =
+          large ? "the updates are far too large for these weights: lower the learning rate "
+                  "(by 10x or more), clip gradients, or check the weight initialisation scale"
+                : "these weights do not move: check that they are in the optimizer and have "
+                  "requires_grad=True, that the learning rate is not 0 and that optimizer.step() "
+                  "runs (with gradient accumulation, save weights less often than you step); "
+                  "exclude intentionally frozen layers from the rule with a regex";
+      v.Add(std::move(f));
+    }
+    return v;
+  }
+
+  std::vector<CollectionRequest> RequiredCollections() const override {
+    CollectionRequest r;
+    r.name = "weights";
+    r.save_interval = 10;
+    return {r};
+  }
+
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& [name, s] : last_) b += name.capacity() + 56;
+    return b;
+  }
+
+ private:
+  std::optional<int64_t> num_steps_;
+  double large_, small_, eps_;
+  TensorSelection selection_;
+  std::map<std::string, int64_t> last_;
+};
+
+}  // namespace
+
+BuiltinDef WeightUpdateRatioDef() {
+  return MakeDef<WeightUpdateRatio>(
+      "weight updates are huge or vanishing relative to the weights (learning rate)");
+}
+
+}  // namespace trainscope::rules_internal

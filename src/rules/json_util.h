@@ -1,0 +1,21 @@
+// JSON helpers shared by the rules module: non-finite numbers as strings, UTC time stamps,
+// short number formatting for explanations.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace trainscope::rules_internal {
+
+// NaN -> "NaN", +inf -> "Infinity", -inf -> "-Infinity", else the number.
+nlohmann::json DoubleToJson(double v);
+// Inverse of DoubleToJson; nullopt for anything else.
+std::optional<double> DoubleFromJson(const nlohmann::json& v);
+// "2026-11-21T10:00:00.123456Z"
+std::string FormatTimeUtc(int64_t time_micros);
+// "%.4g" with "nan", "inf", "-inf".
+std::string Num(double v);
+
+}  // namespace trainscope::rules_internal

@@ -1,0 +1,205 @@
+#include "trainscope/rule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <ctime>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "rules/json_util.h"
+#include "trainscope/rule_data.h"
+
+namespace trainscope {
+
+std::string_view RuleEvaluationStatusName(RuleEvaluationStatus s) {
+  switch (s) {
+    case RuleEvaluationStatus::kInProgress:
+      return "InProgress";
+    case RuleEvaluationStatus::kIssuesFound:
+      return "IssuesFound";
+    case RuleEvaluationStatus::kNoIssuesFound:
+      return "NoIssuesFound";
+    case RuleEvaluationStatus::kError:
+      return "Error";
+    case RuleEvaluationStatus::kStopped:
+      return "Stopped";
+  }
+  return "Unknown";
+}
+
+std::optional<RuleEvaluationStatus> RuleEvaluationStatusFromName(std::string_view name) {
+  for (int i = 0; i <= 4; ++i) {
+    auto s = static_cast<RuleEvaluationStatus>(i);
+    std::string_view n = RuleEvaluationStatusName(s);
+    if (n.size() != name.size()) continue;
+    bool eq = true;
+    for (size_t k = 0; k < n.size() && eq; ++k) {
+      eq = std::tolower(static_cast<unsigned char>(n[k])) ==
+           std::tolower(static_cast<unsigned char>(name[k]));
+    }
+    if (eq) return s;
+  }
+  return std::nullopt;
+}
+
+std::string RuleFindingToJson(const RuleFinding& f) {
+  nlohmann::json j = nlohmann::json::object();
+  j["kind"] = "finding";
+  j["rule"] = f.rule;
+  j["status"] = "IssuesFound";
+  if (f.step >= 0) j["step"] = f.step;
+  if (f.mode) j["mode"] = std::string(ModeName(*f.mode));
+  if (f.mode_step >= 0) j["mode_step"] = f.mode_step;
+  if (!f.tensor.empty()) j["tensor"] = f.tensor;
+  if (f.value) j["value"] = rules_internal::DoubleToJson(*f.value);
+  if (f.threshold) j["threshold"] = rules_internal::DoubleToJson(*f.threshold);
+  if (!f.condition.empty()) j["condition"] = f.condition;
+  if (!f.explanation.empty()) j["explanation"] = f.explanation;
+  if (!f.recommendation.empty()) j["recommendation"] = f.recommendation;
+  if (!f.trial.empty()) j["trial"] = f.trial;
+  if (f.stop_training) j["stop_training"] = true;
+  if (f.time_micros != 0) {
+    j["time_us"] = f.time_micros;
+    j["time"] = rules_internal::FormatTimeUtc(f.time_micros);
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<RuleFinding> RuleFindingFromJson(std::string_view json) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("rule finding: not a JSON object: " +
+                                   std::string(json.substr(0, 200)));
+  }
+  RuleFinding f;
+  auto bad = [](std::string_view key) {
+    return Status::InvalidArgument("rule finding: key \"" + std::string(key) +
+                                   "\" has the wrong type");
+  };
+  auto get_string = [&](const char* key, std::string* out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return Status::OK();
+    if (!it->is_string()) return bad(key);
+    *out = it->get<std::string>();
+    return Status::OK();
+  };
+  auto get_int = [&](const char* key, int64_t* out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return Status::OK();
+    if (!it->is_number_integer()) return bad(key);
+    *out = it->get<int64_t>();
+    return Status::OK();
+  };
+  auto get_double = [&](const char* key, std::optional<double>* out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return Status::OK();
+    *out = rules_internal::DoubleFromJson(*it);
+    if (!*out) return bad(key);
+    return Status::OK();
+  };
+  TS_RETURN_IF_ERROR(get_string("rule", &f.rule));
+  if (f.rule.empty()) return Status::InvalidArgument("rule finding: key \"rule\" is missing");
+  TS_RETURN_IF_ERROR(get_int("step", &f.step));
+  std::string mode;
+  TS_RETURN_IF_ERROR(get_string("mode", &mode));
+  if (!mode.empty()) {
+    f.mode = ModeFromName(mode);
+    if (!f.mode) return bad("mode");
+  }
+  TS_RETURN_IF_ERROR(get_int("mode_step", &f.mode_step));
+  TS_RETURN_IF_ERROR(get_string("tensor", &f.tensor));
+  TS_RETURN_IF_ERROR(get_double("value", &f.value));
+  TS_RETURN_IF_ERROR(get_double("threshold", &f.threshold));
+  TS_RETURN_IF_ERROR(get_string("condition", &f.condition));
+  TS_RETURN_IF_ERROR(get_string("explanation", &f.explanation));
+  TS_RETURN_IF_ERROR(get_string("recommendation", &f.recommendation));
+  TS_RETURN_IF_ERROR(get_string("trial", &f.trial));
+  if (auto it = j.find("stop_training"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("stop_training");
+    f.stop_training = it->get<bool>();
+  }
+  TS_RETURN_IF_ERROR(get_int("time_us", &f.time_micros));
+  return f;
+}
+
+std::vector<CollectionRequest> MergeCollectionRequests(
+    const std::vector<CollectionRequest>& requests) {
+  std::vector<CollectionRequest> out;
+  auto add_unique = [](std::vector<std::string>& into, const std::vector<std::string>& from) {
+    for (const auto& s : from) {
+      if (std::find(into.begin(), into.end(), s) == into.end()) into.push_back(s);
+    }
+  };
+  for (const auto& r : requests) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const CollectionRequest& o) { return o.name == r.name; });
+    if (it == out.end()) {
+      out.push_back(r);
+      continue;
+    }
+    add_unique(it->include_regex, r.include_regex);
+    add_unique(it->reductions, r.reductions);
+    it->save_interval = std::min(it->save_interval, r.save_interval);
+    it->start_step = std::min(it->start_step, r.start_step);
+    if (it->end_step >= 0) it->end_step = r.end_step < 0 ? -1 : std::max(it->end_step, r.end_step);
+    it->save_raw_tensor = it->save_raw_tensor || r.save_raw_tensor;
+  }
+  return out;
+}
+
+std::string CollectionRequestsToHookJson(const std::vector<CollectionRequest>& requests) {
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + v[i];
+    return s;
+  };
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& r : MergeCollectionRequests(requests)) {
+    nlohmann::json p = nlohmann::json::object();
+    if (!r.include_regex.empty()) p["include_regex"] = join(r.include_regex);
+    p["save_interval"] = std::to_string(r.save_interval);
+    if (r.start_step > 0) p["start_step"] = std::to_string(r.start_step);
+    if (r.end_step >= 0) p["end_step"] = std::to_string(r.end_step);
+    if (!r.reductions.empty()) {
+      p["reductions"] = join(r.reductions);
+      p["save_raw_tensor"] = r.save_raw_tensor ? "true" : "false";
+    }
+    arr.push_back({{"CollectionName", r.name}, {"CollectionParameters", p}});
+  }
+  return arr.dump();
+}
+
+Rule::Rule(std::string name) : name_(std::move(name)) {}
+Rule::~Rule() = default;
+
+Status Rule::Bind(RuleData* data) {
+  if (data == nullptr) return Status::InvalidArgument("Rule::Bind: null RuleData for " + name_);
+  data_ = data;
+  return OnBind();
+}
+
+Status Rule::OnBind() { return Status::OK(); }
+Status Rule::SetRequiredTensors(int64_t, RequiredTensors&) { return Status::OK(); }
+Result<Verdict> Rule::OnTick(int64_t) { return Verdict::NotMet(); }
+Result<Verdict> Rule::Finish(int64_t) { return Verdict::NotMet(); }
+std::vector<CollectionRequest> Rule::RequiredCollections() const { return {}; }
+RuleParams Rule::Parameters() const { return {}; }
+size_t Rule::StateBytes() const { return 0; }
+
+RuleFinding Rule::NewFinding(int64_t step) const {
+  RuleFinding f;
+  f.rule = name_;
+  f.step = step;
+  if (data_ != nullptr) {
+    f.trial = data_->trial(0).path();
+    if (step >= 0) {
+      auto [mode, mode_step] = data_->StepMode(step);
+      f.mode = mode;
+      f.mode_step = mode_step;
+    }
+  }
+  return f;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,116 @@
+// StepBuffer: one step's event file laid out in memory (private to the store module).
+//
+// The training thread adds records: each is framed and encoded at once (header, protobuf
+// prefix, tensor bytes, footer) into large chunks, so a step of many small tensors becomes a
+// few contiguous segments; a borrowed tensor (AddTensorNoCopy) becomes its own segment between
+// its prefix and its footer. The writer thread then appends the segments in order (one Append
+// per segment) and computes each record's payload CRC32C for the index.
+//
+// Ownership: the buffer owns its chunks and the keepalives of borrowed tensors.
+// Thread safety: none; the writer hands a finished buffer from the training thread to the writer
+// thread through its (locked) queue.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "store/chunk_pool.h"
+#include "store/index_file.h"
+#include "trainscope/modes.h"
+#include "trainscope/status.h"
+#include "trainscope/tensor.h"
+
+namespace trainscope {
+
+class StepBuffer {
+ public:
+  // Records smaller than this share chunks of this size.
+  static constexpr size_t kChunkSize = size_t{1} << 20;
+  static constexpr size_t kMinChunkSize = size_t{64} << 10;
+
+  // `pool` (not owned, may be null) supplies the chunks and gets them back when the buffer dies;
+  // it must outlive the buffer.
+  StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool = nullptr);
+  ~StepBuffer();
+  StepBuffer(const StepBuffer&) = delete;
+  StepBuffer& operator=(const StepBuffer&) = delete;
+
+  int64_t step() const { return step_; }
+  Mode mode() const { return mode_; }
+  int64_t mode_step() const { return mode_step_; }
+
+  // Adds a tensor record, replacing an earlier one of the same name. REQUIRES: v was validated
+  // (see TrialWriter::AddTensor). `borrow` keeps v's bytes in place (v contiguous, not kString)
+  // and holds `keepalive` until the buffer dies.
+  void AddTensor(std::string_view name, const TensorView& v, double wall_time, bool borrow,
+                 std::shared_ptr<const void> keepalive);
+  // Adds a shape-only entry, replacing an earlier one of the same name.
+  void AddShape(std::string_view name, const std::vector<int64_t>& shape);
+
+  // Drops the bytes of replaced records (re-lays out the step if any name was added twice).
+  // Call once, before handing the buffer to the writer thread.
+  void Finish();
+
+  bool empty() const { return records_.empty() && shapes_.empty(); }
+  bool has_records() const { return !records_.empty(); }
+  // Size of the event file.
+  uint64_t file_size() const { return file_size_; }
+  // Memory this step pins: chunks plus borrowed bytes.
+  uint64_t memory_bytes() const { return memory_bytes_; }
+
+  // The event file's bytes, in order. REQUIRES: Finish() called.
+  const std::vector<std::string_view>& segments() const { return segments_; }
+
+  // Index entries (offsets and lengths; crc32c computed here from the bytes). REQUIRES: Finish().
+  std::vector<IndexTensorEntry> TensorEntries() const;
+  const std::vector<IndexShapeEntry>& shapes() const { return shapes_; }
+
+ private:
+  struct Record {
+    std::string name;
+    uint64_t offset = 0;  // of the framed record in the file
+    uint64_t length = 0;  // framed
+    const char* head = nullptr;  // protobuf prefix (after the 12-byte header)
+    size_t head_size = 0;
+    const char* content = nullptr;  // tensor bytes (in a chunk, or borrowed)
+    size_t content_size = 0;
+    // To lay the record out again (Finish after a replacement).
+    TensorView view;  // data = content; kString views keep their strings in `head`
+    bool borrowed = false;
+    double wall_time = 0;
+    bool live = true;
+  };
+
+  // Contiguous room for n bytes at the end of the file.
+  char* Reserve(size_t n);
+  char* NewChunk(size_t n, size_t* capacity);
+  void ReleaseChunks(std::vector<ChunkPool::Chunk>* chunks);
+  void AddBorrowedSegment(const char* p, size_t n);
+  void AddRecord(std::string_view name, const TensorView& v, double wall_time, bool borrow);
+  void AddStringRecord(std::string_view name, const TensorView& v, double wall_time);
+
+  int64_t step_;
+  Mode mode_;
+  int64_t mode_step_;
+  ChunkPool* pool_;
+  std::vector<ChunkPool::Chunk> chunks_;
+  char* pack_ = nullptr;   // current shared chunk
+  size_t pack_used_ = 0;
+  size_t pack_cap_ = 0;
+  std::vector<std::string_view> segments_;
+  std::vector<Record> records_;
+  std::unordered_map<std::string, size_t> record_of_;
+  std::vector<IndexShapeEntry> shapes_;
+  std::unordered_map<std::string, size_t> shape_of_;
+  std::vector<std::shared_ptr<const void>> keepalives_;
+  std::string scratch_;
+  uint64_t file_size_ = 0;
+  uint64_t memory_bytes_ = 0;
+  bool replaced_ = false;
+};
+
+}  // namespace trainscope

@@ -1,0 +1,411 @@
+// TrialWriter (include/trainscope/writer.h): encoding on the caller's thread, I/O on one
+// background thread fed by a queue bounded in bytes.
+#include "trainscope/writer.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "store/index_file.h"
+#include "store/step_buffer.h"
+#include "trainscope/trial_format.h"
+
+namespace trainscope {
+
+class TrialWriter::Impl {
+ public:
+  Impl(std::string dir, WriterOptions options)
+      : dir_(std::move(dir)),
+        options_(std::move(options)),
+        env_(options_.env),
+        pool_(options_.max_queue_bytes) {}
+
+  ~Impl() { (void)Close(); }
+
+  void Start() { thread_ = std::thread([this] { Run(); }); }
+
+  // ----- training thread
+
+  Status BeginStep(int64_t global_step, Mode mode, int64_t mode_step) {
+    if (closed_) return Status::Aborted("TrialWriter for " + dir_ + " is closed");
+    if (step_) {
+      return Status::InvalidArgument("BeginStep(" + std::to_string(global_step) + ") while step " +
+                                     std::to_string(step_->step()) +
+                                     " is open; call EndStep() first");
+    }
+    if (last_step_ && global_step <= *last_step_) {
+      return Status::InvalidArgument("BeginStep(" + std::to_string(global_step) +
+                                     ") after step " + std::to_string(*last_step_) +
+                                     "; global steps must increase");
+    }
+    last_step_ = global_step;
+    step_ = std::make_unique<StepBuffer>(global_step, mode, mode_step, &pool_);
+    // Already over the limit: drop now, before copying anything.
+    dropping_ = false;
+    dropped_any_ = false;
+    if (options_.when_full == WriterOptions::WhenFull::kDropStep) {
+      std::lock_guard<std::mutex> l(mu_);
+      dropping_ = !queue_.empty() && queue_bytes_ >= options_.max_queue_bytes;
+    }
+    return Status::OK();
+  }
+
+  Status CheckTensor(std::string_view name, const TensorView& v) const {
+    if (!step_) {
+      return Status::InvalidArgument("tensor \"" + std::string(name) +
+                                     "\" added with no step open; call BeginStep() first");
+    }
+    if (name.empty() || !IsValidUtf8(name)) {
+      return Status::InvalidArgument("tensor name \"" + std::string(name) +
+                                     "\" is empty or not valid UTF-8");
+    }
+    if (v.dtype == DType::kInvalid) {
+      return Status::InvalidArgument("tensor \"" + std::string(name) + "\" has no dtype");
+    }
+    for (int64_t d : v.shape) {
+      if (d < 0) {
+        return Status::InvalidArgument("tensor \"" + std::string(name) + "\" has shape " +
+                                       ShapeToString(v.shape) + " with a negative dimension");
+      }
+    }
+    if (!v.strides.empty() && v.strides.size() != v.shape.size()) {
+      return Status::InvalidArgument("tensor \"" + std::string(name) + "\" has " +
+                                     std::to_string(v.strides.size()) + " strides for " +
+                                     std::to_string(v.shape.size()) + " dimensions");
+    }
+    if (v.dtype == DType::kString) {
+      if (v.shape.size() != 1 || static_cast<int64_t>(v.strings.size()) != v.shape[0]) {
+        return Status::InvalidArgument(
+            "string tensor \"" + std::string(name) + "\" must be 1-D with one string per element "
+            "(shape " + ShapeToString(v.shape) + ", " + std::to_string(v.strings.size()) +
+            " strings)");
+      }
+    } else if (v.data == nullptr && v.num_elements() > 0) {
+      return Status::InvalidArgument("tensor \"" + std::string(name) + "\" has no data");
+    }
+    return Status::OK();
+  }
+
+  Status AddTensor(std::string_view name, const TensorView& v, bool borrow,
+                   std::shared_ptr<const void> keepalive) {
+    TS_RETURN_IF_ERROR(CheckTensor(name, v));
+    if (dropping_) {
+      dropped_any_ = true;
+      return Status::OK();
+    }
+    const bool can_borrow = borrow && v.dtype != DType::kString && v.is_contiguous();
+    step_->AddTensor(name, v, static_cast<double>(env_->NowMicros()) * 1e-6, can_borrow,
+                     can_borrow ? std::move(keepalive) : nullptr);
+    return Status::OK();
+  }
+
+  Status AddShape(std::string_view name, const std::vector<int64_t>& shape) {
+    if (!step_) return Status::InvalidArgument("AddShape with no step open");
+    if (name.empty() || !IsValidUtf8(name)) {
+      return Status::InvalidArgument("tensor name \"" + std::string(name) +
+                                     "\" is empty or not valid UTF-8");
+    }
+    if (dropping_) {
+      dropped_any_ = true;
+    } else {
+      step_->AddShape(name, shape);
+    }
+    return Status::OK();
+  }
+
+  Status EndStep() {
+    if (!step_) return Status::InvalidArgument("EndStep with no step open");
+    std::unique_ptr<StepBuffer> step = std::move(step_);
+    if (step->empty() && !dropped_any_) return Status::OK();
+    step->Finish();
+    const uint64_t bytes = step->memory_bytes();
+    std::unique_lock<std::mutex> l(mu_);
+    auto fits = [&] { return queue_.empty() || queue_bytes_ + bytes <= options_.max_queue_bytes; };
+    if (dropping_ || (options_.when_full == WriterOptions::WhenFull::kDropStep && !fits())) {
+      ++stats_.steps_dropped;
+      if (!warned_drop_ && !options_.quiet) {
+        warned_drop_ = true;
+        std::fprintf(stderr,
+                     "trainscope: the write queue of %s is full (%llu bytes queued, limit %llu); "
+                     "dropping step %lld and any later step that does not fit (policy "
+                     "kDropStep). Raise max_queue_bytes or save less to keep every step.\n",
+                     dir_.c_str(), static_cast<unsigned long long>(queue_bytes_),
+                     static_cast<unsigned long long>(options_.max_queue_bytes),
+                     static_cast<long long>(step->step()));
+      }
+      return Status::OK();
+    }
+    room_cv_.wait(l, fits);
+    queue_bytes_ += bytes;
+    stats_.queue_high_water = std::max<uint64_t>(stats_.queue_high_water, queue_bytes_);
+    queue_.push_back(std::move(step));
+    work_cv_.notify_one();
+    return Status::OK();
+  }
+
+  bool step_open() const { return step_ != nullptr; }
+
+  Status WriteCollections(std::string_view json) {
+    const std::string rel = trial_format::CollectionsFilePath(options_.worker);
+    const std::string path = JoinPath(dir_, rel);
+    Status s = env_->CreateDirs(std::string(Dirname(path)));
+    if (s.ok()) s = env_->WriteFileAtomic(path, json, options_.sync);
+    if (!s.ok()) RecordError(s.WithContext("writing collections file " + path));
+    return s;
+  }
+
+  Status Flush() {
+    std::unique_lock<std::mutex> l(mu_);
+    idle_cv_.wait(l, [&] { return queue_.empty() && !busy_; });
+    return first_error_;
+  }
+
+  Status Close() {
+    if (closed_) return first_error();
+    if (step_) (void)EndStep();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    closed_ = true;
+    bool lost;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      lost = stats_.steps_failed > 0;
+    }
+    if (options_.write_end_marker && !lost) {
+      Status s = WriteEndOfJob(env_, dir_);
+      if (!s.ok()) RecordError(s);
+    }
+    return first_error();
+  }
+
+  Status first_error() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return first_error_;
+  }
+
+  WriterStats stats() const {
+    std::lock_guard<std::mutex> l(mu_);
+    WriterStats s = stats_;
+    s.queue_bytes = queue_bytes_;
+    return s;
+  }
+
+  const std::string& dir() const { return dir_; }
+  const std::string& worker() const { return options_.worker; }
+
+ private:
+  // ----- writer thread
+
+  void Run() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      work_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stop_ and drained
+      std::unique_ptr<StepBuffer> step = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      l.unlock();
+      uint64_t file_bytes = 0;
+      int64_t tensors = 0;
+      Status s = WriteStep(*step, &file_bytes, &tensors);
+      const uint64_t bytes = step->memory_bytes();
+      step.reset();  // frees chunks and keepalives outside the lock
+      if (!s.ok()) RecordError(s);
+      l.lock();
+      queue_bytes_ -= bytes;
+      busy_ = false;
+      if (s.ok()) {
+        ++stats_.steps_written;
+        stats_.tensors_written += tensors;
+        stats_.bytes_written += file_bytes;
+      } else {
+        ++stats_.steps_failed;
+      }
+      room_cv_.notify_all();
+      idle_cv_.notify_all();
+    }
+    busy_ = false;
+    idle_cv_.notify_all();
+  }
+
+  // Creates `dir` (and parents) unless this writer made it already.
+  Status EnsureDir(const std::string& dir, bool* created) {
+    *created = false;
+    if (made_dirs_.count(dir)) return Status::OK();
+    TS_RETURN_IF_ERROR(env_->CreateDirs(dir));
+    made_dirs_.insert(dir);
+    *created = true;
+    return Status::OK();
+  }
+
+  Status SyncNewDir(const std::string& dir, bool created) {
+    if (!options_.sync) return Status::OK();
+    TS_RETURN_IF_ERROR(env_->SyncDir(dir));
+    if (created) return env_->SyncDir(std::string(Dirname(dir)));
+    return Status::OK();
+  }
+
+  Status WriteEventFile(const StepBuffer& step, const std::string& path) {
+    const std::string folder(Dirname(path));
+    bool created = false;
+    TS_RETURN_IF_ERROR(EnsureDir(folder, &created));
+    const std::string tmp = path + std::string(trial_format::kTmpSuffix);
+    Status s;
+    {
+      auto file = env_->NewWritableFile(tmp);
+      if (!file.ok()) return file.status();
+      for (std::string_view seg : step.segments()) {
+        s = (*file)->Append(seg);
+        if (!s.ok()) break;
+      }
+      if (s.ok() && options_.sync) s = (*file)->Sync();
+      Status c = (*file)->Close();
+      if (s.ok()) s = c;
+    }
+    if (s.ok()) s = env_->RenameFile(tmp, path);
+    if (!s.ok()) {
+      (void)env_->RemoveFile(tmp);
+      return s;
+    }
+    return SyncNewDir(folder, created);
+  }
+
+  Status WriteStep(const StepBuffer& step, uint64_t* file_bytes, int64_t* tensors) {
+    IndexFile index;
+    index.mode = step.mode();
+    index.mode_step = step.mode_step();
+    index.shapes = step.shapes();
+    std::string event_path;
+    if (step.has_records()) {
+      index.event_file_name = trial_format::EventFilePath(step.step(), options_.worker);
+      event_path = JoinPath(dir_, index.event_file_name);
+      index.tensors = step.TensorEntries();
+      Status s = WriteEventFile(step, event_path);
+      if (!s.ok()) {
+        (void)env_->RemoveFile(event_path);  // renamed but its folder could not be synced
+        return s.WithContext("step " + std::to_string(step.step()));
+      }
+    }
+    const std::string index_path =
+        JoinPath(dir_, trial_format::IndexFilePath(step.step(), options_.worker));
+    const std::string index_folder(Dirname(index_path));
+    bool created = false;
+    Status s = EnsureDir(index_folder, &created);
+    if (s.ok()) s = env_->WriteFileAtomic(index_path, EncodeIndexFile(index), options_.sync);
+    if (s.ok() && created) s = SyncNewDir(index_folder, true);
+    if (!s.ok()) {
+      // Without its index the event file is unreachable: remove it so that the trial holds
+      // complete steps only.
+      if (!event_path.empty()) (void)env_->RemoveFile(event_path);
+      return s.WithContext("step " + std::to_string(step.step()));
+    }
+    *file_bytes = step.file_size();
+    *tensors = static_cast<int64_t>(index.tensors.size());
+    return Status::OK();
+  }
+
+  void RecordError(const Status& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!first_error_.ok()) return;
+    first_error_ = s;
+    if (!options_.quiet) {
+      std::fprintf(stderr,
+                   "trainscope: writing the trial %s failed: %s\n"
+                   "trainscope: the step is lost; training goes on and later steps will be "
+                   "tried again. Free disk space or fix the folder's permissions.\n",
+                   dir_.c_str(), s.ToString().c_str());
+    }
+  }
+
+  const std::string dir_;
+  const WriterOptions options_;
+  Env* const env_;
+  // Buffers of written steps, kept for reuse (fresh memory costs a page fault per 4 KiB on first
+  // touch; see chunk_pool.h), up to max_queue_bytes; freed when the writer is destroyed.
+  ChunkPool pool_;  // before every StepBuffer member: it must outlive them
+
+  // Training thread only.
+  std::unique_ptr<StepBuffer> step_;
+  std::optional<int64_t> last_step_;
+  bool dropping_ = false;     // the open step is being dropped (queue full at BeginStep)
+  bool dropped_any_ = false;  // ... and something was added to it
+  bool closed_ = false;
+
+  // Writer thread only.
+  std::set<std::string> made_dirs_;
+
+  // Shared, guarded by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // queue non-empty or stop
+  std::condition_variable room_cv_;  // queue shrank
+  std::condition_variable idle_cv_;  // a step finished
+  std::deque<std::unique_ptr<StepBuffer>> queue_;
+  uint64_t queue_bytes_ = 0;  // memory of queued steps and of the one being written
+  bool busy_ = false;
+  bool stop_ = false;
+  bool warned_drop_ = false;
+  WriterStats stats_;
+  Status first_error_;
+
+  std::thread thread_;
+};
+
+Result<std::unique_ptr<TrialWriter>> TrialWriter::Open(const std::string& dir,
+                                                       WriterOptions options) {
+  if (options.env == nullptr) options.env = Env::Default();
+  if (options.worker.empty() || options.worker.find('/') != std::string::npos) {
+    return Status::InvalidArgument("worker name \"" + options.worker +
+                                   "\" must be non-empty and contain no '/'");
+  }
+  if (dir.empty()) return Status::InvalidArgument("TrialWriter needs a folder path");
+  Status s = options.env->CreateDirs(dir);
+  if (!s.ok()) return s.WithContext("creating the trial folder " + dir);
+  auto impl = std::make_unique<Impl>(dir, std::move(options));
+  impl->Start();
+  return std::unique_ptr<TrialWriter>(new TrialWriter(std::move(impl)));
+}
+
+TrialWriter::TrialWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TrialWriter::~TrialWriter() = default;
+
+Status TrialWriter::BeginStep(int64_t global_step, Mode mode, int64_t mode_step) {
+  return impl_->BeginStep(global_step, mode, mode_step);
+}
+Status TrialWriter::AddTensor(std::string_view name, const TensorView& v) {
+  return impl_->AddTensor(name, v, false, nullptr);
+}
+Status TrialWriter::AddTensorNoCopy(std::string_view name, const TensorView& v,
+                                    std::shared_ptr<const void> keepalive) {
+  return impl_->AddTensor(name, v, true, std::move(keepalive));
+}
+Status TrialWriter::AddShape(std::string_view name, const std::vector<int64_t>& shape) {
+  return impl_->AddShape(name, shape);
+}
+Status TrialWriter::EndStep() { return impl_->EndStep(); }
+bool TrialWriter::step_open() const { return impl_->step_open(); }
+Status TrialWriter::WriteCollections(std::string_view json) {
+  return impl_->WriteCollections(json);
+}
+Status TrialWriter::Flush() { return impl_->Flush(); }
+Status TrialWriter::Close() { return impl_->Close(); }
+Status TrialWriter::first_error() const { return impl_->first_error(); }
+WriterStats TrialWriter::stats() const { return impl_->stats(); }
+const std::string& TrialWriter::dir() const { return impl_->dir(); }
+const std::string& TrialWriter::worker() const { return impl_->worker(); }
+
+Status WriteEndOfJob(Env* env, const std::string& dir) {
+  if (env == nullptr) env = Env::Default();
+  const std::string path = JoinPath(dir, trial_format::kEndOfJobFile);
+  Status s = env->WriteFileAtomic(path, "", /*sync=*/false);
+  return s.WithContext("writing the end-of-job marker " + path);
+}
+
+}  // namespace trainscope

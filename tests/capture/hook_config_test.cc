@@ -1,0 +1,188 @@
+#include "trainscope/hook_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace trainscope {
+namespace {
+
+TEST(HookConfigJsonTest, ParsesSmdebugExampleWithStringValues) {
+  const char* json = R"({
+    "LocalPath": "/tmp/out",
+    "S3OutputPath": "s3://bucket/prefix",
+    "HookParameters": {
+      "export_tensorboard": "true", "tensorboard_dir": "/tmp/tb", "save_all": "false",
+      "include_regex": "regex1, regex2", "save_interval": "100", "save_steps": "1,2,3",
+      "start_step": "1", "reductions": "min,max,abs_l2_norm", "save_raw_tensor": "true",
+      "include_workers": "all", "train.save_interval": "10", "eval.end_step": "50"
+    },
+    "CollectionConfigurations": [
+      {"CollectionName": "weights",
+       "CollectionParameters": {"save_histogram": "false", "eval.save_interval": "5"}},
+      {"CollectionName": "custom",
+       "CollectionParameters": {"include_regex": "relu|tanh", "reductions": "mean",
+                                "save_interval": 7, "predict.save_steps": [4, 8]}}
+    ]})";
+  auto c = ParseHookConfigJson(json, "cfg.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->out_dir, "/tmp/out");
+  EXPECT_TRUE(c->export_tensorboard);
+  EXPECT_EQ(c->tensorboard_dir, "/tmp/tb");
+  EXPECT_FALSE(c->save_all);
+  EXPECT_EQ(c->include_regex, (std::vector<std::string>{"regex1", "regex2"}));
+  EXPECT_EQ(c->include_workers, IncludeWorkers::kAll);
+  EXPECT_TRUE(c->warnings.empty());
+
+  // Hook save config: mode-prefixed keys override the unprefixed ones for their mode.
+  ASSERT_TRUE(c->save_config.complete());
+  EXPECT_EQ(c->save_config.mode(Mode::kTrain)->save_interval, 10);
+  EXPECT_EQ(c->save_config.mode(Mode::kEval)->save_interval, 100);
+  EXPECT_EQ(c->save_config.mode(Mode::kEval)->end_step, 50);
+  EXPECT_EQ(c->save_config.mode(Mode::kGlobal)->save_interval, 100);
+  EXPECT_EQ(c->save_config.mode(Mode::kGlobal)->start_step, 1);
+  EXPECT_EQ(c->save_config.mode(Mode::kPredict)->save_steps, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_FALSE(c->save_config.mode(Mode::kTrain)->end_step.has_value());
+
+  // Hook reductions: save_raw_tensor counts because "reductions" is in the same block.
+  EXPECT_EQ(c->reduction_config.ReductionsString(), "min,max,abs_l2_norm");
+  EXPECT_TRUE(c->reduction_config.save_raw_tensor);
+
+  // Collections: listed names become include_collections.
+  ASSERT_TRUE(c->include_collections.has_value());
+  EXPECT_EQ(*c->include_collections, (std::vector<std::string>{"weights", "custom"}));
+  auto w = c->collections.Get("weights");
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->save_histogram());
+  EXPECT_EQ(w->include_regex(), std::vector<std::string>{"^(?!gradient).*weight"});
+  // The collection's save parameters override the hook's, per mode.
+  EXPECT_EQ(w->save_config()->mode(Mode::kEval)->save_interval, 5);
+  EXPECT_EQ(w->save_config()->mode(Mode::kEval)->end_step, 50);
+  EXPECT_EQ(w->save_config()->mode(Mode::kTrain)->save_interval, 10);
+  EXPECT_FALSE(w->reduction_config().has_value());  // no "reductions": the hook's default later
+
+  auto custom = c->collections.Get("custom");
+  ASSERT_TRUE(custom);
+  EXPECT_EQ(custom->include_regex(), std::vector<std::string>{"relu|tanh"});
+  EXPECT_TRUE(custom->Matches("layer.relu_output_0"));
+  EXPECT_EQ(custom->reduction_config()->ReductionsString(), "mean");
+  EXPECT_FALSE(custom->reduction_config()->save_raw_tensor);  // smdebug's from_dict default
+  // The collection's unprefixed save_interval beats the hook's train.save_interval.
+  EXPECT_EQ(custom->save_config()->mode(Mode::kTrain)->save_interval, 7);
+  EXPECT_EQ(custom->save_config()->mode(Mode::kPredict)->save_steps, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(custom->save_config()->mode(Mode::kEval)->save_steps, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(HookConfigJsonTest, DefaultsWithoutHookParameters) {
+  auto c = ParseHookConfigJson(R"({"LocalPath": "/x"})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->reduction_config.save_raw_tensor);  // ReductionConfig(save_raw_tensor=True)
+  EXPECT_FALSE(c->reduction_config.has_reductions());
+  EXPECT_EQ(c->save_config.mode(Mode::kTrain)->save_interval, 500);
+  EXPECT_FALSE(c->include_collections.has_value());
+  EXPECT_EQ(c->include_workers, IncludeWorkers::kOne);
+  auto no_path = ParseHookConfigJson("{}");
+  ASSERT_TRUE(no_path.ok());
+  EXPECT_EQ(no_path->out_dir, "/opt/ml/output/tensors");
+}
+
+TEST(HookConfigJsonTest, ReductionsWithoutSaveRawTensorSaveNoRaw) {
+  auto c = ParseHookConfigJson(R"({"HookParameters": {"reductions": "mean"}})");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->reduction_config.save_raw_tensor);
+  // save_raw_tensor alone (without "reductions") is ignored, as in smdebug.
+  auto d = ParseHookConfigJson(R"({"HookParameters": {"save_raw_tensor": "false"}})");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->reduction_config.save_raw_tensor);
+}
+
+TEST(HookConfigJsonTest, EndStepNoneMeansNoEnd) {
+  auto c = ParseHookConfigJson(R"({"HookParameters": {"end_step": "None", "train.end_step": 5}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->save_config.mode(Mode::kEval)->end_step.has_value());
+  EXPECT_EQ(c->save_config.mode(Mode::kTrain)->end_step, 5);
+}
+
+struct BadCase {
+  const char* json;
+  const char* expected;  // substrings of the message
+  const char* expected2;
+};
+
+class HookConfigBadValuesTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(HookConfigBadValuesTest, FailsWithAMessageThatSaysWhatToChange) {
+  auto c = ParseHookConfigJson(GetParam().json, "cfg.json");
+  ASSERT_FALSE(c.ok()) << GetParam().json;
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find(GetParam().expected), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find(GetParam().expected2), std::string::npos)
+      << c.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, HookConfigBadValuesTest,
+    ::testing::Values(
+        BadCase{"not json", "cfg.json", "not a JSON object"},
+        BadCase{R"({"HookParameters": {"save_interval": "ten"}})", "HookParameters.save_interval",
+                "not a whole number"},
+        BadCase{R"({"HookParameters": {"save_interval": "-3"}})", "save_interval is -3", ">= 1"},
+        BadCase{R"({"HookParameters": {"eval.save_interval": "0"}})", "mode EVAL", "save_interval is 0"},
+        BadCase{R"({"HookParameters": {"reductions": "mean,meen"}})", "unknown reduction 'meen'",
+                "use one of"},
+        BadCase{R"({"HookParameters": {"save_all": "yes"}})", "save_all", "true or false"},
+        BadCase{R"({"HookParameters": {"include_workers": "some"}})", "include_workers",
+                "\"one\""},
+        BadCase{R"({"HookParameters": {"save_steps": "1,x"}})", "save_steps", "not a whole number"},
+        BadCase{R"({"CollectionConfigurations": [{"CollectionParameters": {}}]})",
+                "CollectionConfigurations[0]", "CollectionName"},
+        BadCase{R"({"CollectionConfigurations": [{"CollectionName": "c",
+                   "CollectionParameters": {"include_regex": "a(b"}}]})",
+                "collection 'c'", "not a valid regular expression"},
+        BadCase{R"({"CollectionConfigurations": [{"CollectionName": "mine"}]})",
+                "collection 'mine'", "has no include_regex"},
+        BadCase{R"({"CollectionConfigurations": [{"CollectionName": "weights",
+                   "CollectionParameters": {"start_step": "-1"}}]})",
+                "collection 'weights'", "start_step is -1"}));
+
+TEST(HookConfigJsonTest, UnknownKeysAreWarnings) {
+  auto c = ParseHookConfigJson(R"({"HookParameters": {"save_intervl": "5"},
+      "CollectionConfigurations": [{"CollectionName": "weights",
+                                    "CollectionParameters": {"save_histogramm": "true"}}]})");
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->warnings.size(), 2u);
+  EXPECT_NE(c->warnings[0].find("'save_intervl'"), std::string::npos);
+  EXPECT_NE(c->warnings[1].find("'save_histogramm'"), std::string::npos);
+}
+
+TEST(HookConfigJsonTest, PathFromEnvironmentPrefersTrainscopeConfig) {
+  unsetenv("TRAINSCOPE_CONFIG");
+  unsetenv("SMDEBUG_CONFIG_FILE_PATH");
+  EXPECT_EQ(HookConfigPathFromEnv(), "/opt/ml/input/config/debughookconfig.json");
+  setenv("SMDEBUG_CONFIG_FILE_PATH", "/a.json", 1);
+  EXPECT_EQ(HookConfigPathFromEnv(), "/a.json");
+  setenv("TRAINSCOPE_CONFIG", "/b.json", 1);
+  EXPECT_EQ(HookConfigPathFromEnv(), "/b.json");
+  unsetenv("TRAINSCOPE_CONFIG");
+  unsetenv("SMDEBUG_CONFIG_FILE_PATH");
+}
+
+TEST(HookConfigJsonTest, LoadFileFromMemEnv) {
+  auto env = NewMemEnv();
+  ASSERT_TRUE(env->CreateDirs("/cfg").ok());
+  ASSERT_TRUE(env->WriteFileAtomic("/cfg/hook.json",
+                                   R"({"LocalPath": "/t", "HookParameters": {"save_interval": 3}})",
+                                   false)
+                  .ok());
+  auto c = LoadHookConfigFile("/cfg/hook.json", env.get());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->save_config.mode(Mode::kTrain)->save_interval, 3);
+  EXPECT_EQ(c->env, env.get());
+  auto missing = LoadHookConfigFile("/cfg/none.json", env.get());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("TRAINSCOPE_CONFIG"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainscope

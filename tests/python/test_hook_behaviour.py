@@ -1,0 +1,215 @@
+"""trainscope.pytorch's hook at work: modes and steps, explicit steps, reading back during
+training, reductions equal to the reader's, device statistics, failing open."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import trainscope.pytorch as ts
+from trainscope import _core
+from trainscope.pytorch._device import DeviceStepBuffer, device_stats, needed_fields
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def _data(n, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(3, 4, generator=g), torch.randint(0, 2, (3,), generator=g))
+            for _ in range(n)]
+
+
+def _train(hook, model, crit, data, opt=None):
+    opt = opt or torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in data:
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+
+
+def test_train_and_eval_modes_and_steps(tmp_path):
+    torch.manual_seed(0)
+    model, crit = Net(), nn.CrossEntropyLoss()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=2),
+                   include_collections=["weights", "gradients", "losses"], quiet=True)
+    hook.register_module(model)
+    hook.register_loss(crit)
+    hook.set_mode(ts.modes.TRAIN)
+    _train(hook, model, crit, _data(5))
+    assert int(hook.step) == 4 and hook.mode_step == 4
+    hook.set_mode(ts.modes.EVAL)
+    with torch.no_grad():
+        for x, y in _data(3):
+            crit(model(x), y)
+    assert hook.mode == ts.modes.EVAL and hook.mode_step == 2 and hook.step == 7
+    hook.close()
+    trial = ts.create_trial(str(tmp_path / "t"))
+    assert trial.steps() == [0, 2, 4, 5, 7]
+    assert trial.steps(mode=ts.modes.TRAIN) == [0, 2, 4]
+    assert trial.steps(mode=ts.modes.EVAL) == [0, 2]
+    assert trial.tensor("gradient/Net_fc1.weight").steps(mode=ts.modes.EVAL) == []
+    assert trial.tensor("CrossEntropyLoss_output_0").steps(mode=ts.modes.EVAL) == [0, 2]
+    with pytest.raises(ValueError, match="Invalid mode"):
+        hook.set_mode("TRAINING")
+
+
+def test_explicit_steps_and_get_tensors_during_training(tmp_path):
+    model, crit = Net(), nn.CrossEntropyLoss()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=1),
+                   include_collections=["weights", "losses"], quiet=True)
+    hook.register_module(model)
+    hook.register_loss(crit)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i, (x, y) in enumerate(_data(3)):
+        hook.step()  # one step per iteration, although the model runs twice
+        loss = crit(model(x), y) + crit(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hook.save_tensor("my_batch", x, "custom")
+    assert int(hook.step) == 2
+    tensors = hook.get_tensors()  # steps 0 and 1 are complete, 2 is in progress
+    assert tensors["Net_fc1.weight"].steps() == [0, 1]
+    assert tensors["CrossEntropyLoss_output_1"].steps() == [0, 1]  # second call in the step
+    hook.close()
+    trial = ts.create_trial(str(tmp_path / "t"))
+    assert trial.tensor("my_batch").steps() == [0, 1, 2]
+    np.testing.assert_array_equal(trial.tensor("my_batch").value(2), _data(3)[2][0].numpy())
+
+
+def test_saved_reductions_equal_the_readers_on_the_fly_reductions(tmp_path):
+    reds = ["min", "max", "mean", "std", "variance", "sum", "prod"]
+    for name, rc in (("reduced", ts.ReductionConfig(reductions=reds, abs_reductions=reds,
+                                                    norms=["l1", "l2"], abs_norms=["l1", "l2"])),
+                     ("raw", ts.ReductionConfig(save_raw_tensor=True))):
+        torch.manual_seed(0)
+        model, crit = Net(), nn.CrossEntropyLoss()
+        hook = ts.Hook(out_dir=str(tmp_path / name), save_config=ts.SaveConfig(save_interval=1),
+                       include_collections=["weights", "gradients"], reduction_config=rc, quiet=True)
+        hook.register_module(model)
+        _train(hook, model, crit, _data(2))
+        hook.close()
+    saved = ts.create_trial(str(tmp_path / "reduced"))
+    raw = ts.create_trial(str(tmp_path / "raw"))
+    assert saved.tensor_names() == raw.tensor_names()
+    for tname in raw.tensor_names():
+        for step in (0, 1):
+            for red in reds + ["l1", "l2"]:
+                for abs_ in (False, True):
+                    a = saved.tensor(tname).reduction_value(step, red, abs=abs_)
+                    b = raw.tensor(tname).reduction_value(step, red, abs=abs_)
+                    assert a == b or (np.isnan(a) and np.isnan(b)), (tname, step, red, abs_)
+
+
+def test_device_statistics_match_the_core(tmp_path):
+    """The statistics the hook computes on a GPU (here run on CPU tensors) give the C++ core's
+    reductions; all of a step's statistics go to the C++ hook together."""
+    torch.manual_seed(1)
+    t = torch.randn(37, 11)
+    t[3, 4] = 0.0
+    ops = [(op, a) for op in ("min", "max", "mean", "std", "variance", "sum", "l1", "l2",
+                              "nan_count", "zero_fraction") for a in (False, True)]
+    fields = needed_fields(ops)
+    values = dict(zip(fields, (x.item() for x in device_stats(t, fields))))
+    core = _core.compute_stats(t)
+    n = t.numel()
+    expected = {  # TensorStats field -> the core's value, from its reductions
+        "min": core["min"], "max": core["max"], "abs_min": core["abs_min"],
+        "abs_max": core["abs_max"], "sum": core["sum"], "abs_sum": core["l1"],
+        "mean": core["mean"], "abs_mean": core["abs_mean"], "sum_sq": core["l2"] ** 2,
+        "m2": core["variance"] * n, "abs_m2": core["abs_variance"] * n,
+        "nan_count": core["nan_count"], "zero_count": core["zero_fraction"] * n,
+    }
+    assert set(values) == set(expected)
+    for f, v in values.items():
+        assert v == pytest.approx(expected[f], rel=1e-5, abs=1e-6), f
+
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=1),
+                   include_collections=["weights"], quiet=True,
+                   reduction_config=ts.ReductionConfig(reductions=["mean", "max"], norms=["l2"],
+                                                       save_raw_tensor=True))
+    hook._prepare()
+    hook._c.step()
+    buf = DeviceStepBuffer(_core.STATS_FIELDS)
+    for i in range(3):
+        buf.add(f"Net_l{i}.weight", t * (i + 1), hook._c.plan(f"Net_l{i}.weight"))
+    buf.flush(hook._c)
+    hook.close()
+    trial = ts.create_trial(str(tmp_path / "t"))
+    for i in range(3):
+        tensor = trial.tensor(f"Net_l{i}.weight")
+        np.testing.assert_array_equal(tensor.value(0), (t * (i + 1)).numpy())
+        for red in ("mean", "max", "l2"):
+            assert tensor.reduction_value(0, red) == pytest.approx(
+                float(_core.reduction((t * (i + 1)).numpy(), red)), rel=1e-6)
+
+
+def test_errors_inside_hooks_do_not_break_training_and_are_reported_once(tmp_path, capfd):
+    class Odd(nn.Module):
+        def forward(self, x):
+            return x, torch.zeros(2, dtype=torch.complex32)  # no DLPack export of complex32
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.odd = Odd()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(self.odd(x)[0])
+
+    model = Model()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=1),
+                   save_all=True)
+    hook.register_module(model)
+    _train(hook, model, nn.CrossEntropyLoss(), _data(3))
+    hook.close()
+    err = capfd.readouterr().err
+    assert err.count("trainscope: could not save") == 1, err
+    assert "odd_output_1" in err and "at step 0" in err
+    assert hook.stats()["errors"] == 3  # one a step, counted
+    trial = ts.create_trial(str(tmp_path / "t"))
+    assert trial.tensor("Model_fc.weight").steps() == [0, 1, 2]  # the rest was saved
+
+
+def test_unwritable_out_dir_fails_open(tmp_path, capfd):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    model = Net()
+    hook = ts.Hook(out_dir=str(blocker / "trial"), save_config=ts.SaveConfig(save_interval=1))
+    hook.register_module(model)
+    _train(hook, model, nn.CrossEntropyLoss(), _data(2))
+    hook.close()
+    assert capfd.readouterr().err.count("trainscope: could not save") == 1
+    assert hook.stats()["errors"] >= 1
+
+
+def test_nothing_is_touched_on_steps_that_save_nothing(tmp_path):
+    model = Net()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), quiet=True)  # losses every 500 steps
+    hook.register_module(model)
+    crit = nn.CrossEntropyLoss()
+    hook.register_loss(crit)
+    calls = []
+    real = hook._c
+
+    class Spy:
+        def __getattr__(self, name):
+            calls.append(name)
+            return getattr(real, name)
+
+    _train(hook, model, crit, _data(1))  # step 0 saves
+    hook._c = Spy()
+    _train(hook, model, crit, _data(3))
+    hook._c = real
+    hook.close()
+    assert calls == ["step", "step", "step"]  # one call into C++ per step, nothing else

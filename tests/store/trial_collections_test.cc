@@ -1,0 +1,56 @@
+// Collections files: parsed as smdebug writes them; anything else is Corruption, never a throw.
+#include <gtest/gtest.h>
+
+#include "store/collections_reader.h"
+#include "trial_test_util.h"
+
+namespace trainscope {
+namespace {
+
+TEST(CollectionsReaderTest, ParsesSmdebugCollections) {
+  auto c = ParseCollectionsFile(testing::CollectionsJson(3), "c.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->num_workers, 3);
+  ASSERT_EQ(c->collections.size(), 2u);
+  EXPECT_EQ(c->collections[0].name, "losses");  // sorted by name
+  EXPECT_EQ(c->collections[0].tensor_names, (std::vector<std::string>{"loss"}));
+  EXPECT_EQ(c->collections[0].reduction_config_json,
+            R"({"reductions":"mean","save_raw_tensor":true})");
+  EXPECT_EQ(c->collections[0].save_config_json, "null");
+  EXPECT_FALSE(c->collections[0].save_histogram);
+  EXPECT_EQ(c->collections[1].include_regex, (std::vector<std::string>{"weight"}));
+  // No _meta: one worker (smdebug's default).
+  auto d = ParseCollectionsFile(R"({"collections": {}})", "d.json");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->num_workers, 1);
+  EXPECT_TRUE(d->collections.empty());
+}
+
+TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
+  for (const char* text :
+       {"", "{", "[]", R"({"collections": []})", R"({"_meta": {"num_workers": 2}})",
+        R"({"collections": {}, "_meta": {"num_workers": 0}})",
+        R"({"collections": {}, "_meta": {"num_workers": "2"}})",
+        R"({"collections": {"a": {"tensor_names": [1]}}})",
+        R"({"collections": {"a": 3e3631}})"}) {
+    auto c = ParseCollectionsFile(text, "bad.json");
+    EXPECT_EQ(c.status().code(), StatusCode::kCorruption) << text;
+    EXPECT_NE(c.status().message().find("bad.json"), std::string::npos) << text;
+  }
+}
+
+TEST(CollectionsReaderTest, FindsEveryWorkersFile) {
+  auto env = NewMemEnv();
+  testing::PutFile(env.get(), "/t/collections/000000000/worker_1_collections.json", "{}");
+  testing::PutFile(env.get(), "/t/collections/000000000/worker_0_collections.json", "{}");
+  testing::PutFile(env.get(), "/t/collections/000000000/worker_2_collections.json.tmp", "{");
+  auto l = FindCollectionsFiles(env.get(), "/t");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->workers, (std::vector<std::string>{"worker_0", "worker_1"}));
+  auto none = FindCollectionsFiles(env.get(), "/nothing");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->paths.empty());
+}
+
+}  // namespace
+}  // namespace trainscope

@@ -1,0 +1,140 @@
+// Following a trial that another process is writing: every new step becomes visible (inotify
+// and polling), and a writer killed with SIGKILL leaves a trial whose listed steps all read.
+// No timing is asserted: visibility is awaited with WaitForChange up to a generous deadline.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "trainscope/trial.h"
+#include "trainscope/writer.h"
+#include "trial_test_util.h"
+
+namespace trainscope {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Pattern;
+using testing::TempDir;
+
+constexpr auto kDeadline = 60s;  // generous: a loaded CI machine may be slow
+constexpr int64_t kElems = 64;
+
+// Runs in the forked child: writes `steps` steps (forever if steps < 0) of tensors "a" and "b",
+// `delay` apart, then closes (end marker) and exits. Never returns.
+[[noreturn]] void WriterProcess(const std::string& dir, int64_t steps, std::chrono::milliseconds delay) {
+  WriterOptions o;
+  o.quiet = true;
+  auto w = TrialWriter::Open(dir, o);
+  if (!w.ok()) _exit(2);
+  for (int64_t s = 0; steps < 0 || s < steps; ++s) {
+    auto a = Pattern(s, kElems, 0);
+    auto b = Pattern(s, kElems, 0.5f);
+    if (!(*w)->BeginStep(s, Mode::kTrain, s).ok()) _exit(3);
+    if (!(*w)->AddTensor("a", testing::FloatView(a)).ok()) _exit(3);
+    if (!(*w)->AddTensor("b", testing::FloatView(b)).ok()) _exit(3);
+    if (!(*w)->EndStep().ok()) _exit(3);
+    if (!(*w)->Flush().ok()) _exit(4);
+    if (s == 0 && !(*w)->WriteCollections(testing::CollectionsJson(1)).ok()) _exit(5);
+    std::this_thread::sleep_for(delay);
+  }
+  _exit((*w)->Close().ok() ? 0 : 6);
+}
+
+pid_t StartWriter(const std::string& dir, int64_t steps, std::chrono::milliseconds delay) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) WriterProcess(dir, steps, delay);
+  return pid;
+}
+
+void CheckStep(Trial& t, int64_t s) {
+  auto a = t.Value("a", s);
+  ASSERT_TRUE(a.ok()) << "step " << s << ": " << a.status().ToString();
+  EXPECT_EQ(testing::Floats(*a), Pattern(s, kElems, 0));
+  auto b = t.Value("b", s, Mode::kTrain);
+  ASSERT_TRUE(b.ok()) << "step " << s << ": " << b.status().ToString();
+  EXPECT_EQ(testing::Floats(*b), Pattern(s, kElems, 0.5f));
+}
+
+class FollowTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FollowTest, ReaderSeesEachStepOfAWriterInAnotherProcess) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/trial";
+  constexpr int64_t kSteps = 12;
+  const pid_t pid = StartWriter(dir, kSteps, 15ms);
+  ASSERT_GT(pid, 0);
+  TrialOptions o;
+  o.use_inotify = GetParam();
+  o.end_delay = 10ms;
+  auto opened = Trial::OpenWhenReady(dir, o, kDeadline, 5ms);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Trial& t = **opened;
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  int64_t checked = 0;  // steps [0, checked) were seen and read
+  while (checked < kSteps && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(t.WaitForChange(1000ms).ok());
+    const auto steps = t.Steps();
+    // Steps appear in order and none disappears.
+    ASSERT_GE(static_cast<int64_t>(steps.size()), checked);
+    for (int64_t i = 0; i < static_cast<int64_t>(steps.size()); ++i) ASSERT_EQ(steps[i], i);
+    for (; checked < static_cast<int64_t>(steps.size()); ++checked) CheckStep(t, checked);
+  }
+  EXPECT_EQ(checked, kSteps);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // After the writer closed: the end marker ends the trial.
+  while (!t.loaded_all_steps() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(t.WaitForChange(1000ms).ok());
+  }
+  EXPECT_TRUE(t.loaded_all_steps());
+  EXPECT_EQ(t.HasPassedStep(kSteps), StepState::kUnavailable);
+}
+
+INSTANTIATE_TEST_SUITE_P(Discovery, FollowTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Inotify" : "Polling"; });
+
+TEST(KilledWriterTest, CompletedStepsOfAKilledWriterAllRead) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/trial";
+  const pid_t pid = StartWriter(dir, /*steps=*/-1, 1ms);
+  ASSERT_GT(pid, 0);
+  TrialOptions o;
+  o.end_delay = 0ms;
+  auto opened = Trial::OpenWhenReady(dir, o, kDeadline, 5ms);
+  if (!opened.ok()) kill(pid, SIGKILL);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  while ((*opened)->Steps().size() < 30 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE((*opened)->WaitForChange(1000ms).ok());
+  }
+  // Kill it mid-flight: the writer is in the middle of some step's files.
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_FALSE((*opened)->training_ended());  // no end marker from a killed writer
+  // Both the follower and a fresh reader read every listed step.
+  ASSERT_TRUE((*opened)->Refresh().ok());
+  auto fresh = Trial::Open(dir, o);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  for (Trial* t : {opened->get(), fresh->get()}) {
+    const auto steps = t->Steps();
+    ASSERT_GE(steps.size(), 30u);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      ASSERT_EQ(steps[i], static_cast<int64_t>(i));
+      CheckStep(*t, steps[i]);
+    }
+    auto names = t->TensorNames();
+    ASSERT_TRUE(names.ok());
+    EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
+  }
+}
+
+}  // namespace
+}  // namespace trainscope

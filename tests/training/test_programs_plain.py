@@ -1,0 +1,233 @@
+"""The training programs of tests/training/programs are faulty (or healthy) in fact, measured with
+plain PyTorch, independently of trainscope (tests/training/plain_measure.py replaces the
+trainscope.pytorch hook by a stand-in that measures with ordinary PyTorch hooks).
+
+Each check states the measured fact the program's docstring records, with a margin: if an edit
+to a program (or a new PyTorch) made the planted problem disappear, or a healthy program stop
+training well, this test says so before any rule is blamed.
+
+The programs run in two processes, one after the other in each (PyTorch imported once per
+process), so this costs about the programs' own compute time.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs")
+with open(os.path.join(PROGRAMS, "manifest.json")) as f:
+    MANIFEST = json.load(f)
+ENTRIES = {e["program"]: e for e in MANIFEST["programs"]}
+
+pytest.importorskip("torch")
+pytest.importorskip("sklearn")
+
+
+def _window_means(losses, n=10):
+    return [sum(losses[i:i + n]) / n for i in range(0, len(losses) - n + 1, n)]
+
+
+def _train_losses(result):
+    return [s["losses"][0] for s in result["steps"]
+            if s["mode"] in ("TRAIN", "GLOBAL") and s["losses"]]
+
+
+def _overfit_ratios(summary):
+    return [(p["val_loss"] - p["train_loss"]) / p["train_loss"]
+            for p in summary["eval_passes"] if p["val_loss"] is not None and p["train_loss"]]
+
+
+def _params(d, part):
+    return {k: v for k, v in d.items() if part in k}
+
+
+# ---- one check per program: the fact its docstring states --------------------------------------
+
+def check_vanishing_gradient_deep_sigmoid(r, s):
+    gmin = s["grad_abs_mean_min"]
+    assert gmin["Sequential_0.weight"] < 1e-9, gmin
+    vanished = [n for n, v in gmin.items() if v < 1e-7]
+    assert len(vanished) >= 10, vanished  # the first layers, weights and biases
+    assert s["train_loss_last"] > 2.2  # it does not learn
+
+
+def check_exploding_lr_nan(r, s):
+    assert s["first_nonfinite_step"] is not None and s["first_nonfinite_step"] <= 6, s
+    assert math.isnan(s["train_loss_last"])
+
+
+def check_loss_not_decreasing_zero_grad_order(r, s):
+    assert max(s["update_ratio_max"].values()) == 0.0  # nothing is ever updated
+    w = _window_means(_train_losses(r))
+    drops = [(a - b) / a * 100 for a, b in zip(w, w[1:])]
+    assert min(drops[:3]) < 0.1, drops  # a window by step 39 does not drop by 0.1 %
+
+
+def check_overfit_tiny_train_set(r, s):
+    ratios = _overfit_ratios(s)
+    first_pass_over = next(p for p, x in zip(s["eval_passes"], ratios) if x > 0.1)
+    assert first_pass_over["last_step"] < 60
+    assert ratios[-1] > 10
+
+
+def check_overtraining_no_early_stopping(r, s):
+    vals = [p["val_loss"] for p in s["eval_passes"]]
+    best = min(range(len(vals)), key=vals.__getitem__)
+    # at least 10 passes after the best one, none better than it by 1 %
+    assert len(vals) - 1 - best >= 10, vals
+    assert all(v > vals[best] * 0.99 for v in vals[best + 1:])
+
+
+def check_similar_across_runs_unseeded_augmentation(r, s):
+    steps = r["steps"]
+    n = len(steps) // 2  # the two runs, one after the other
+    assert steps[0]["losses"] != steps[n]["losses"]
+
+
+def check_tensor_variance_weight_decay_collapse(r, s):
+    first, last = s["weight_var_first_last"]["TwoLayer_encoder.weight"]
+    assert first > 1e-3 and last < 1e-7, (first, last)
+    at45 = r["steps"][45]["weight_var"]["TwoLayer_encoder.weight"]
+    assert at45 < 1e-6
+
+
+def check_frozen_head_not_in_optimizer(r, s):
+    assert s["update_ratio_max"]["Classifier_head.weight"] == 0.0
+    assert s["update_ratio_max"]["Classifier_head.bias"] == 0.0
+    assert s["update_ratio_min"]["Classifier_backbone.0.weight"] > 1e-4
+
+
+def check_unnormalized_images_cnn(r, s):
+    assert s["input_step0"]["shape"][1:] == [1, 8, 8]
+    assert s["input_step0"]["channel_means"][0] > 4.0
+
+
+def check_nlp_padding_dominates(r, s):
+    assert s["input_step0"]["token0_fraction"] > 0.8
+
+
+def check_poor_weight_init_std_one(r, s):
+    v = s["relu_input_var_step0"]
+    layers = [v[f"relu#{i}"] for i in range(4)]
+    assert all(b / a > 10 for a, b in zip(layers, layers[1:])), layers
+
+
+def check_saturated_tanh_unscaled_features(r, s):
+    assert s["saturated_first_step_over_half"]["tanh#0"] <= 3
+    windows = [st["saturated"]["tanh#0"]["inactive_fraction"] for st in r["steps"]
+               if st["saturated"]]
+    assert min(windows) > 0.6, windows
+
+
+def check_dead_relu_negative_bias(r, s):
+    assert s["relu_first_step_over_half"]["relu#0"] <= 1
+    windows = [st["relu"]["relu#0"]["inactive_fraction"] for st in r["steps"] if st["relu"]]
+    assert min(windows) == 1.0
+
+
+def check_weight_update_ratio_tiny_init(r, s):
+    assert s["update_ratio_max"]["MLP_l1.weight"] > 10
+    assert s["update_ratio_max"]["MLP_l2.weight"] > 10
+
+
+def check_all_zero_integer_division(r, s):
+    assert all(st["input"]["zero_fraction"] == 1.0 for st in r["steps"])
+
+
+def check_class_imbalance_rare_classes(r, s):
+    counts = s["train_label_counts"]
+    assert max(counts.values()) / min(counts.values()) > 10, counts
+    first = [x for st in r["steps"][:21] for x in st["saved"]["labels"]]
+    assert len(first) >= 500
+
+
+def check_confusion_label_mapping_bug(r, s):
+    p = s["eval_passes"][0]
+    assert p["first_step"] == 38 and p["recall"]["8"] < 0.1, p
+
+
+def check_stalled_training_slow_loader(r, s):
+    assert s["max_step_gap_s"] > 4.0
+    assert s["max_step_gap_after_step"] == 14
+
+
+def _healthy_classifier(r, s, min_accuracy, min_recall):
+    assert s["first_nonfinite_step"] is None
+    p = s["eval_passes"][-1]
+    assert p["accuracy"] >= min_accuracy and p["min_recall"] >= min_recall, p
+    assert s["train_loss_last"] < s["train_loss_first"] / 4
+
+
+def check_healthy_digits_mlp(r, s):
+    _healthy_classifier(r, s, 0.97, 0.9)
+    assert max(s["relu_inactive_max"].values()) < 0.1
+
+
+def check_healthy_digits_cnn(r, s):
+    _healthy_classifier(r, s, 0.97, 0.9)
+    assert abs(s["input_step0"]["channel_means"][0]) < 0.1
+
+
+def check_healthy_text_embedding(r, s):
+    _healthy_classifier(r, s, 0.9, 0.9)
+    assert s["input_step0"]["token0_fraction"] < 0.5
+
+
+def check_healthy_regression_adamw(r, s):
+    assert s["first_nonfinite_step"] is None
+    vals = [p["val_loss"] for p in s["eval_passes"]]
+    assert vals == sorted(vals, reverse=True) and vals[-1] < 0.08, vals
+    assert max(_overfit_ratios(s)) < 0.1
+
+
+def check_healthy_reproducible_reruns(r, s):
+    steps = r["steps"]
+    n = len(steps) // 2
+    assert [st["losses"] for st in steps[:n]] == [st["losses"] for st in steps[n:]]
+
+
+CHECKS = {name[len("check_"):] + ".py": fn for name, fn in globals().items()
+          if name.startswith("check_")}
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """Runs every program of the manifest under the plain-PyTorch stand-in; {program: result}."""
+    tmp = tmp_path_factory.mktemp("plain")
+    names = sorted(ENTRIES)
+    halves = [names[0::2], names[1::2]]
+    procs = []
+    for i, half in enumerate(halves):
+        jobs = [{"program": os.path.join(PROGRAMS, n),
+                 "args": ["--out", str(tmp / n[:-3])] + ENTRIES[n]["args"],
+                 "json": str(tmp / (n[:-3] + ".json"))} for n in half]
+        spec = tmp / f"batch{i}.json"
+        spec.write_text(json.dumps(jobs))
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        env.pop("TRAINSCOPE_CONFIG", None)
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "plain_measure.py"), "--batch", str(spec)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=str(tmp)))
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        assert p.returncode == 0, out.decode(errors="replace")[-3000:]
+    results = {}
+    for n in names:
+        with open(tmp / (n[:-3] + ".json")) as f:
+            results[n] = json.load(f)
+    return results
+
+
+def test_every_program_has_a_check():
+    assert sorted(CHECKS) == sorted(ENTRIES)
+
+
+@pytest.mark.parametrize("program", sorted(ENTRIES))
+def test_program_is_what_its_docstring_says(measured, program):
+    r = measured[program]
+    CHECKS[program](r, r["summary"])
