@@ -14,5 +14,6 @@ Mode ModeFromPython(pybind11::handle mode);
 void RegisterWriter(pybind11::module_& m);
 void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);
+void RegisterRules(pybind11::module_& m);  // rules_bindings.cc (branch rules)
 
 }  // namespace trainscope::python

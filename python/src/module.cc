@@ -32,4 +32,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterWriter(m);
   trainscope::python::RegisterTrial(m);
   trainscope::python::RegisterStats(m);
+  trainscope::python::RegisterRules(m);  // trainscope._core.rules (python/src/rules_bindings.cc)
 }

@@ -3,6 +3,9 @@
 // the same after 10k and after 100k steps: nothing keeps one entry per step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "rule_case.h"
 
 namespace trainscope::rules_test {
@@ -41,7 +44,9 @@ TEST(RuleRunnerMemory, StaysFlatOverAHundredThousandSteps) {
     ASSERT_TRUE(runner.AddRule(std::move(r).value()).ok());
   }
 
-  constexpr int64_t kSteps = 100000;
+  // TRAINSCOPE_RULES_MEMORY_STEPS overrides the length (for profiling); at least 20000.
+  const char* env_steps = getenv("TRAINSCOPE_RULES_MEMORY_STEPS");
+  const int64_t kSteps = env_steps ? std::max<int64_t>(20000, atoll(env_steps)) : 100000;
   constexpr int64_t kEvalEvery = 1000;  // an evaluation step every 1000
   int64_t train_step = 0, eval_step = 0;
   RunnerStats at_10k;
