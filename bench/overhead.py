@@ -62,7 +62,7 @@ def build(args, torch):
     return Mlp()
 
 
-def make_hook(lib, config, out_dir):
+def make_hook(lib, config, out_dir, timer):
     if lib == "smdebug":
         sys.path.insert(0, os.path.join(REPO, "tests", "data", "smdebug"))
         import smdebug_numpy2_compat  # smdebug 1.0.34 under numpy 2 (see that file)
@@ -71,6 +71,7 @@ def make_hook(lib, config, out_dir):
         import smdebug.pytorch as smd
     else:
         import trainscope.pytorch as smd
+    timer.install(lib)
     return _hook(smd, config, out_dir), smd
 
 
@@ -92,6 +93,40 @@ def _hook(smd, config, out_dir):
     raise ValueError(config)
 
 
+class HookTimer:
+    """Wall time spent inside a hook's PyTorch callbacks (step boundary, module forward hooks,
+    gradient hooks), measured in the same process and step as the step time, so that a busy
+    machine slows both alike: the on-thread overhead is in_hook / (step - in_hook)."""
+
+    def __init__(self):
+        self.total = 0.0
+
+    def wrap(self, fn):
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.total += time.perf_counter() - t0
+
+        return timed
+
+    def install(self, lib):
+        """Patches the hook class before it is made (its callbacks are bound at registration)."""
+        if lib == "trainscope":
+            from trainscope.pytorch.hook import Hook
+
+            names, factory = ("_forward_pre_hook", "_forward_hook"), "_grad_hook"
+        else:
+            from smdebug.pytorch.hook import Hook
+
+            names, factory = ("forward_pre_hook", "forward_hook"), "backward_hook"
+        for n in names:
+            setattr(Hook, n, self.wrap(getattr(Hook, n)))
+        make = getattr(Hook, factory)
+        setattr(Hook, factory, lambda hook, name: self.wrap(make(hook, name)))
+
+
 def run_one(args):
     import torch
 
@@ -106,18 +141,19 @@ def run_one(args):
              torch.randint(0, 10, (args.batch,), generator=g).to(device)) for _ in range(8)]
     out_dir = tempfile.mkdtemp(prefix="overhead_", dir=args.tmp) + "/trial"
     hook = None
+    timer = HookTimer()
     if args.lib != "none":
-        hook, smd = make_hook(args.lib, args.config, out_dir)
+        hook, smd = make_hook(args.lib, args.config, out_dir, timer)
         hook.register_module(model)
         hook.register_loss(criterion)
         hook.set_mode(smd.modes.TRAIN)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times, cpu = [], []
+    times, cpu, in_hook = [], [], []
     start = time.perf_counter()
     for i in range(args.warmup + args.steps):
         x, y = data[i % len(data)]
         sync()
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, h0 = time.perf_counter(), time.process_time(), timer.total
         opt.zero_grad()
         loss = criterion(model(x), y)
         loss.backward()
@@ -126,6 +162,7 @@ def run_one(args):
         if i >= args.warmup:
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
+            in_hook.append(timer.total - h0)
         if i == args.warmup - 1:
             start = time.perf_counter()
     t_close = time.perf_counter()
@@ -136,6 +173,9 @@ def run_one(args):
     nparams = sum(p.numel() for p in model.parameters())
     print(json.dumps({"median_s": statistics.median(times), "times": times,
                       "cpu_median_s": statistics.median(cpu),
+                      "on_thread_ratio": 1 + statistics.median(
+                          h / max(t - h, 1e-9) for t, h in zip(times, in_hook)),
+                      "in_hook_median_s": statistics.median(in_hook),
                       "close_s": end - t_close, "total_per_step_s": (end - start) / args.steps,
                       "params": nparams, "param_bytes": nparams * 4}))
 

@@ -2,10 +2,9 @@
 // (getrusage RUSAGE_THREAD over many samples), shown as % of one core at the default 500 ms
 // interval next to the 1% goal. The clock handed to the sampler advances 500 ms per sample so the
 // process-tree rescans (every 2 s) and minute-file rotations happen as often as in a real run.
+#include <benchmark/benchmark.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -36,7 +35,8 @@ struct Setup {
     o.root_pid = root_pid;
     o.disable_gpu = true;  // NVML is measured only where a GPU is
     o.clock = [this] { return now; };
-    sampler = std::move(trainscope::SystemSampler::Create(trainscope::Env::Default(), dir, o)).value();
+    sampler =
+        std::move(trainscope::SystemSampler::Create(trainscope::Env::Default(), dir, o)).value();
   }
   ~Setup() {
     sampler.reset();
@@ -65,10 +65,10 @@ void Report(const char* what, int root_pid) {
   int64_t records = 0;
   double per_sample = Measure(root_pid, kSamples, &records);
   double pct = per_sample / 0.5 * 100.0;
-  std::printf("%-44s %8.1f us CPU/sample  %6.3f%% of one core at 500 ms  (goal <= 1%%: %s)  "
-              "%lld records/sample\n",
-              what, per_sample * 1e6, pct, pct <= 1.0 ? "met" : "MISSED",
-              static_cast<long long>(records));
+  std::printf(
+      "%-44s %8.1f us CPU/sample  %6.3f%% of one core at 500 ms  (goal <= 1%%: %s)  "
+      "%lld records/sample\n",
+      what, per_sample * 1e6, pct, pct <= 1.0 ? "met" : "MISSED", static_cast<long long>(records));
 }
 
 void BM_SampleNow(benchmark::State& state) {

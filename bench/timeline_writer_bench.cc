@@ -21,7 +21,8 @@ void BM_Record(benchmark::State& state) {
     trainscope::TimelineWriterOptions o;
     o.node_id = "bench";
     o.flush_interval_millis = state.range(0);
-    auto w = std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+    auto w =
+        std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
     uint64_t t = w->NowMicros();
     int64_t step = 0;
     for (auto _ : state) {
@@ -42,7 +43,8 @@ void BM_FlushSerialise(benchmark::State& state) {
   trainscope::TimelineWriterOptions o;
   o.node_id = "bench";
   o.flush_interval_millis = 0;
-  auto w = std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+  auto w =
+      std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
   uint64_t t = w->NowMicros();
   for (auto _ : state) {
     state.PauseTiming();

@@ -13,6 +13,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 PY="$ROOT/.venv/bin/python"
+# The C++ tests start loopback servers (HTTP, SMTP) and parsers with this Python.
+export TRAINSCOPE_PYTHON="$PY"
 JOBS=$(nproc)
 passed=0
 failed=0

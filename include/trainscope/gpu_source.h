@@ -19,10 +19,10 @@ namespace trainscope {
 
 // One GPU at one instant. Empty optionals: not supported by this GPU or driver.
 struct GpuMetrics {
-  int index = 0;      // 0-based device index; the series name is "gpu<index>"
-  std::string name;   // e.g. "NVIDIA H100 80GB HBM3"; may be empty
-  std::optional<double> utilization_percent;            // kernel busy time, 0..100
-  std::optional<double> memory_bandwidth_percent;       // memory controller busy, 0..100
+  int index = 0;     // 0-based device index; the series name is "gpu<index>"
+  std::string name;  // e.g. "NVIDIA H100 80GB HBM3"; may be empty
+  std::optional<double> utilization_percent;       // kernel busy time, 0..100
+  std::optional<double> memory_bandwidth_percent;  // memory controller busy, 0..100
   std::optional<uint64_t> memory_used_bytes;
   std::optional<uint64_t> memory_total_bytes;
   std::optional<double> temperature_celsius;

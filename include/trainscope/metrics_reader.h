@@ -31,8 +31,8 @@ inline constexpr int64_t kTimeMax = std::numeric_limits<int64_t>::max();
 // Files and lines a reader skipped, and why (the first few reasons, with path and line).
 struct ReaderStats {
   int64_t files_parsed = 0;
-  int64_t lines_skipped = 0;  // torn or corrupt lines
-  int64_t files_failed = 0;   // unreadable or not parseable at all
+  int64_t lines_skipped = 0;          // torn or corrupt lines
+  int64_t files_failed = 0;           // unreadable or not parseable at all
   std::vector<std::string> problems;  // at most 20 kept
 };
 
@@ -44,8 +44,8 @@ struct SystemMetricEvent {
   std::string name;       // "cpu0", "gpu1", "MemoryUsedPercent", ...
   std::string dimension;  // "CPUUtilization", ...
   double value = 0;
-  std::string node_id;    // "algo-1"
-  int64_t timestamp_us = 0;  // epoch
+  std::string node_id;                                                          // "algo-1"
+  int64_t timestamp_us = 0;                                                     // epoch
   double timestamp() const { return static_cast<double>(timestamp_us) / 1e6; }  // seconds
 };
 
@@ -58,7 +58,7 @@ struct SystemMetricsQuery {
 struct SystemMetricsFile {
   int64_t minute_us;  // from the file name
   std::string node_id;
-  std::string path;   // absolute (base_dir joined)
+  std::string path;  // absolute (base_dir joined)
 };
 
 class SystemMetricsReader {
@@ -114,7 +114,7 @@ struct TimelineEvent {
   std::string file_suffix;  // "pythontimeline.json", ...
   // args as key -> value text (strings unquoted, numbers and bools as JSON, objects as JSON).
   std::vector<std::pair<std::string, std::string>> args;
-  std::string args_json;  // the args object as JSON text ("" when none), types preserved
+  std::string args_json;        // the args object as JSON text ("" when none), types preserved
   std::optional<int64_t> step;  // args.step_num, as smdebug writes it ("3") or as a number
   const std::string* Arg(std::string_view key) const;
 };
@@ -170,8 +170,7 @@ class TimelineReader {
   // start_time_since_epoch_in_micros metadata (0 if absent). Bad lines are counted in *stats.
   static std::vector<TimelineEvent> ParseFile(std::string_view contents, std::string_view node_id,
                                               std::string_view suffix,
-                                              std::string_view path_for_errors,
-                                              ReaderStats* stats);
+                                              std::string_view path_for_errors, ReaderStats* stats);
 
  private:
   struct Cached {

@@ -39,13 +39,13 @@ inline constexpr std::string_view kTypeNetwork = "network";
 inline constexpr std::string_view kTypeCgroup = "cgroup";
 
 // "Dimension" values that smdebug's rules read (Name: cpu<i> / gpu<i> / MemoryUsedPercent).
-inline constexpr std::string_view kDimCpuUtilization = "CPUUtilization";          // %, per core
-inline constexpr std::string_view kDimIoWaitPercentage = "I/OWaitPercentage";     // %, per core
-inline constexpr std::string_view kDimGpuUtilization = "GPUUtilization";          // %, per GPU
+inline constexpr std::string_view kDimCpuUtilization = "CPUUtilization";              // %, per core
+inline constexpr std::string_view kDimIoWaitPercentage = "I/OWaitPercentage";         // %, per core
+inline constexpr std::string_view kDimGpuUtilization = "GPUUtilization";              // %, per GPU
 inline constexpr std::string_view kDimGpuMemoryUtilization = "GPUMemoryUtilization";  // % used
-inline constexpr std::string_view kMemoryUsedPercent = "MemoryUsedPercent";       // Name and Dim
+inline constexpr std::string_view kMemoryUsedPercent = "MemoryUsedPercent";  // Name and Dim
 // Our extra dimensions (docs/formats/system_metrics.md lists each with its unit).
-inline constexpr std::string_view kDimCpuUtilizationTotal = "CPUUtilizationTotal";     // %
+inline constexpr std::string_view kDimCpuUtilizationTotal = "CPUUtilizationTotal";       // %
 inline constexpr std::string_view kDimIoWaitPercentageTotal = "I/OWaitPercentageTotal";  // %
 inline constexpr std::string_view kDimMemoryUsedBytes = "MemoryUsedBytes";
 inline constexpr std::string_view kDimMemoryTotalBytes = "MemoryTotalBytes";

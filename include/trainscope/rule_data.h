@@ -80,7 +80,9 @@ class RuleData {
   // The step's mode and mode step in the base trial (kGlobal, step if unknown). Cached.
   std::pair<Mode, int64_t> StepMode(int64_t global_step);
 
-  // Tensor names of the selection that exist at `step` (sorted). Cached per step.
+  // Tensor names of the selection that exist at `step` (sorted). Cached per step; regexes are
+  // compiled once and each name is matched against a selection once per RuleData (names repeat
+  // from step to step). InvalidArgument for a regex that does not compile.
   Result<std::vector<std::string>> Select(const TensorSelection& selection, int64_t step,
                                           size_t trial = 0);
   // The raw value. Errors as Trial::Value.
@@ -103,14 +105,17 @@ class RuleData {
 
  private:
   struct StepCache;
+  struct Matcher;  // a compiled selection with its memo of names
   StepCache& CacheFor(size_t trial, int64_t step);
   void Evict();
+  Result<Matcher*> MatcherFor(const TensorSelection& selection, size_t trial);
 
   RuleDataOptions options_;
   std::vector<std::shared_ptr<Trial>> trials_;
   std::vector<std::string> trial_paths_;
   // Most recently used first.
   std::list<std::pair<std::pair<size_t, int64_t>, std::unique_ptr<StepCache>>> cache_;
+  std::map<std::pair<size_t, std::string>, std::unique_ptr<Matcher>> matchers_;
   RuleDataStats stats_;
 };
 

@@ -89,7 +89,9 @@ struct RunnerStats {
 
 class RuleRunner {
  public:
-  // Opens the trial at `path` (Unavailable while it has no collections file yet).
+  // Opens the trial at `path` (Unavailable while it has no collections file yet). A
+  // refresh_interval of 0 becomes 1 hour: the runner refreshes explicitly before each round, so
+  // the rules' queries need not. Give a Trial opened likewise to the constructor.
   static Result<std::unique_ptr<RuleRunner>> Open(const std::string& path,
                                                   RunnerOptions options = {},
                                                   TrialOptions trial_options = {});

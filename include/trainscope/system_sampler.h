@@ -1,6 +1,7 @@
 // SystemSampler: samples the machine every interval (CPU per core, I/O wait, memory, the training
 // process tree, disk and network rates, cgroup v2 limits, GPUs) and appends the samples to
-// smdebug's system-metrics layout under <base>/system/incremental/ (docs/formats/system_metrics.md).
+// smdebug's system-metrics layout under <base>/system/incremental/
+// (docs/formats/system_metrics.md).
 //
 // It reads /proc and /sys/fs/cgroup directly (kept-open files read with pread); both roots can be
 // moved so tests feed fixture folders. Output goes through Env. The sampler fails open: a file it
@@ -78,23 +79,22 @@ struct SystemSample {
   std::optional<double> process_cpu_percent;  // % of one core: 250 = two and a half cores busy
   std::optional<uint64_t> process_rss_bytes;  // sum of members' resident sets
 
-  std::optional<double> disk_read_bytes_per_s;   // whole disks (partitions, loop, dm, md skipped)
+  std::optional<double> disk_read_bytes_per_s;  // whole disks (partitions, loop, dm, md skipped)
   std::optional<double> disk_write_bytes_per_s;
-  std::optional<double> net_rx_bytes_per_s;      // every interface but "lo"
+  std::optional<double> net_rx_bytes_per_s;  // every interface but "lo"
   std::optional<double> net_tx_bytes_per_s;
 
   // cgroup v2 of this process, where present.
   std::optional<uint64_t> cgroup_memory_max_bytes;  // absent when "max" (no limit)
   std::optional<uint64_t> cgroup_memory_current_bytes;
-  std::optional<double> cgroup_cpu_limit_cores;     // cpu.max quota/period; absent when "max"
-  std::optional<double> cgroup_cpu_percent;         // from cpu.stat usage_usec, % of one core
+  std::optional<double> cgroup_cpu_limit_cores;  // cpu.max quota/period; absent when "max"
+  std::optional<double> cgroup_cpu_percent;      // from cpu.stat usage_usec, % of one core
 
   std::vector<GpuMetrics> gpus;
 };
 
 // Appends the JSON lines of `sample` (docs/formats/system_metrics.md) to *out; returns how many.
-int AppendSystemMetricLines(const SystemSample& sample, std::string_view node_id,
-                             std::string* out);
+int AppendSystemMetricLines(const SystemSample& sample, std::string_view node_id, std::string* out);
 
 class SystemSampler {
  public:

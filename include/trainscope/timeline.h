@@ -40,8 +40,7 @@ namespace trainscope {
 struct TimelineArg {
   using Value = std::variant<int64_t, double, std::string, bool>;
   template <typename T>
-    requires std::is_arithmetic_v<T>
-  TimelineArg(std::string k, T v) : key(std::move(k)) {
+  requires std::is_arithmetic_v<T> TimelineArg(std::string k, T v) : key(std::move(k)) {
     if constexpr (std::is_same_v<T, bool>) {
       value = v;
     } else if constexpr (std::is_integral_v<T>) {

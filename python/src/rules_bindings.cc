@@ -165,6 +165,7 @@ void RegisterRules(py::module_& m) {
         std::unique_ptr<Rule> rule = ValueOrThrow(CreateRule(name, params));
         TrialOptions o;
         o.end_delay = std::chrono::milliseconds(0);
+        o.refresh_interval = std::chrono::hours(1);  // invoke_at_step refreshes explicitly
         std::shared_ptr<Trial> trial;
         {
           py::gil_scoped_release release;

@@ -5,9 +5,6 @@
 #include <complex>
 #include <cstring>
 #include <limits>
-#include <type_traits>
-
-#include "core/reductions_block.h"
 
 namespace trainscope {
 namespace {
@@ -62,102 +59,72 @@ inline double Load<bool>(const bool* p, size_t i) {
   return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
 }
 
-// Statistics of one block of up to kBlock elements, in two cache-resident passes (the scalar
-// path; float32/float64 use the AVX2 kernels of reductions_avx2.cc when the CPU has them).
+// Accumulates one block of up to kBlock elements in two cache-resident passes, then merges it
+// into the running statistics with Chan et al.'s parallel variance formula.
 constexpr size_t kBlock = 2048;
-using reductions_internal::BlockStats;
 
-template <typename T>
-void ScalarBlock(const T* data, size_t m, BlockStats* out) {
-  double block[kBlock];
-  BlockStats b;
-  b.min = b.abs_min = std::numeric_limits<double>::infinity();
-  b.max = b.abs_max = -std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < m; ++i) {
-    const double x = Load<T>(data, i);
-    block[i] = x;
-    const double a = std::fabs(x);
-    b.sum += x;
-    b.abs_sum += a;
-    b.sum_sq += x * x;
-    b.prod *= x;
-    b.abs_prod *= a;
-    b.min = x < b.min ? x : b.min;
-    b.max = x > b.max ? x : b.max;
-    b.abs_min = a < b.abs_min ? a : b.abs_min;
-    b.abs_max = a > b.abs_max ? a : b.abs_max;
-    b.nan += std::isnan(x);
-    b.inf += std::isinf(x);
-    b.zero += (x == 0.0);
-  }
-  const double bmean = b.sum / static_cast<double>(m);
-  const double bamean = b.abs_sum / static_cast<double>(m);
-  for (size_t i = 0; i < m; ++i) {
-    const double d = block[i] - bmean;
-    const double ad = std::fabs(block[i]) - bamean;
-    b.m2 += d * d;
-    b.abs_m2 += ad * ad;
-  }
-  *out = b;
-}
-
-template <typename T>
-void BlockOf(const T* data, size_t m, BlockStats* out) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (reductions_internal::HaveAvx2Kernels()) {
-      return reductions_internal::BlockStatsF32Avx2(data, m, out);
-    }
-  } else if constexpr (std::is_same_v<T, double>) {
-    if (reductions_internal::HaveAvx2Kernels()) {
-      return reductions_internal::BlockStatsF64Avx2(data, m, out);
-    }
-  } else if constexpr (std::is_same_v<T, F16> || std::is_same_v<T, BF16>) {
-    if (reductions_internal::HaveAvx2Kernels()) {  // widen to float32, then the kernel
-      float block[kBlock];
-      for (size_t i = 0; i < m; ++i) block[i] = static_cast<float>(Load<T>(data, i));
-      return reductions_internal::BlockStatsF32Avx2(block, m, out);
-    }
-  }
-  ScalarBlock(data, m, out);
-}
-
-// Merges the blocks into the running statistics with Chan et al.'s parallel variance formula.
 template <typename T>
 void Accumulate(const T* data, size_t n, TensorStats* s) {
+  double block[kBlock];
+  double min = s->min, max = s->max, amin = s->abs_min, amax = s->abs_max;
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t m = std::min(kBlock, n - start);
-    BlockStats b;
-    BlockOf(data + start, m, &b);
-    const double bmean = b.sum / static_cast<double>(m);
-    const double bamean = b.abs_sum / static_cast<double>(m);
+    double sum = 0, asum = 0, sq = 0, prod = 1, aprod = 1;
+    int64_t nan = 0, inf = 0, zero = 0;
+    for (size_t i = 0; i < m; ++i) {
+      const double x = Load<T>(data, start + i);
+      block[i] = x;
+      const double a = std::fabs(x);
+      sum += x;
+      asum += a;
+      sq += x * x;
+      prod *= x;
+      aprod *= a;
+      min = x < min ? x : min;
+      max = x > max ? x : max;
+      amin = a < amin ? a : amin;
+      amax = a > amax ? a : amax;
+      nan += std::isnan(x);
+      inf += std::isinf(x);
+      zero += (x == 0.0);
+    }
+    const double bmean = sum / static_cast<double>(m);
+    const double bamean = asum / static_cast<double>(m);
+    double m2 = 0, am2 = 0;
+    for (size_t i = 0; i < m; ++i) {
+      const double d = block[i] - bmean;
+      const double ad = std::fabs(block[i]) - bamean;
+      m2 += d * d;
+      am2 += ad * ad;
+    }
     const double na = static_cast<double>(s->count), nb = static_cast<double>(m);
     const double nt = na + nb;
     if (s->count == 0) {
       s->mean = bmean;
-      s->m2 = b.m2;
+      s->m2 = m2;
       s->abs_mean = bamean;
-      s->abs_m2 = b.abs_m2;
+      s->abs_m2 = am2;
     } else {
       const double d = bmean - s->mean, ad = bamean - s->abs_mean;
       s->mean += d * nb / nt;
-      s->m2 += b.m2 + d * d * na * nb / nt;
+      s->m2 += m2 + d * d * na * nb / nt;
       s->abs_mean += ad * nb / nt;
-      s->abs_m2 += b.abs_m2 + ad * ad * na * nb / nt;
+      s->abs_m2 += am2 + ad * ad * na * nb / nt;
     }
     s->count += static_cast<int64_t>(m);
-    s->sum += b.sum;
-    s->abs_sum += b.abs_sum;
-    s->sum_sq += b.sum_sq;
-    s->prod *= b.prod;
-    s->abs_prod *= b.abs_prod;
-    s->nan_count += b.nan;
-    s->inf_count += b.inf;
-    s->zero_count += b.zero;
-    s->min = b.min < s->min ? b.min : s->min;
-    s->max = b.max > s->max ? b.max : s->max;
-    s->abs_min = b.abs_min < s->abs_min ? b.abs_min : s->abs_min;
-    s->abs_max = b.abs_max > s->abs_max ? b.abs_max : s->abs_max;
+    s->sum += sum;
+    s->abs_sum += asum;
+    s->sum_sq += sq;
+    s->prod *= prod;
+    s->abs_prod *= aprod;
+    s->nan_count += nan;
+    s->inf_count += inf;
+    s->zero_count += zero;
   }
+  s->min = min;
+  s->max = max;
+  s->abs_min = amin;
+  s->abs_max = amax;
 }
 
 template <typename Fn>

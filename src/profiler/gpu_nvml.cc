@@ -11,7 +11,9 @@ class NvmlSource final : public GpuSource {
  public:
   NvmlSource(Api api, std::function<void()> on_close, std::string driver,
              std::vector<nvmlDevice_t> devices)
-      : api_(api), on_close_(std::move(on_close)), driver_(std::move(driver)),
+      : api_(api),
+        on_close_(std::move(on_close)),
+        driver_(std::move(driver)),
         devices_(std::move(devices)) {
     names_.resize(devices_.size());
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -51,7 +53,8 @@ class NvmlSource final : public GpuSource {
         }
       }
       unsigned v = 0;
-      if (api_.DeviceGetTemperature && api_.DeviceGetTemperature(d, kTemperatureGpu, &v) == kSuccess) {
+      if (api_.DeviceGetTemperature &&
+          api_.DeviceGetTemperature(d, kTemperatureGpu, &v) == kSuccess) {
         m.temperature_celsius = v;
       }
       if (api_.DeviceGetPowerUsage && api_.DeviceGetPowerUsage(d, &v) == kSuccess) {
@@ -69,8 +72,10 @@ class NvmlSource final : public GpuSource {
 
   std::string Describe() const override {
     std::string s = "NVML";
-    if (!driver_.empty()) s += " (driver " + driver_ + ", ";
-    else s += " (";
+    if (!driver_.empty())
+      s += " (driver " + driver_ + ", ";
+    else
+      s += " (";
     return s + std::to_string(devices_.size()) + " GPUs)";
   }
 
@@ -120,8 +125,8 @@ Result<std::unique_ptr<GpuSource>> OpenWithApi(const Api& api, std::function<voi
   }
   nvmlReturn_t rc = api.Init();
   if (rc != kSuccess) {
-    Status s = Status::Unavailable("nvmlInit_v2 failed: " + ErrorText(api, rc) +
-                                   ": GPU metrics off");
+    Status s =
+        Status::Unavailable("nvmlInit_v2 failed: " + ErrorText(api, rc) + ": GPU metrics off");
     if (on_close) on_close();
     return s;
   }

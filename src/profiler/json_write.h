@@ -21,9 +21,15 @@ inline void String(std::string* out, std::string_view s) {
     } else if (u < 0x20) {
       static const char kHex[] = "0123456789abcdef";
       switch (c) {
-        case '\n': out->append("\\n"); break;
-        case '\t': out->append("\\t"); break;
-        case '\r': out->append("\\r"); break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
         default:
           out->append("\\u00");
           out->push_back(kHex[u >> 4]);

@@ -10,7 +10,8 @@ Status MinuteFileWriter::Append(uint64_t ts_us, std::string_view lines) {
   if (file_ == nullptr || minute != minute_) {
     Status s = Close();
     (void)s;  // a failed close of the previous minute is reported by its last Append
-    std::string path = JoinPath(base_dir_, profiler_format::SystemMetricsFilePath(secs, node_index_));
+    std::string path =
+        JoinPath(base_dir_, profiler_format::SystemMetricsFilePath(secs, node_index_));
     TS_RETURN_IF_ERROR(env_->CreateDirs(std::string(Dirname(path))));
     auto file = env_->NewAppendableFile(path);
     if (!file.ok()) return file.status();

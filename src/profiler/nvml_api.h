@@ -15,7 +15,7 @@ typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef int nvmlReturn_t;  // 0 = NVML_SUCCESS
 inline constexpr nvmlReturn_t kSuccess = 0;
 inline constexpr nvmlReturn_t kErrorNotSupported = 3;
-inline constexpr unsigned kDeviceNameBufferSize = 96;    // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceNameBufferSize = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned kDriverVersionBufferSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 inline constexpr int kTemperatureGpu = 0;                 // NVML_TEMPERATURE_GPU
 inline constexpr int kClockSm = 1;                        // NVML_CLOCK_SM
@@ -25,23 +25,23 @@ struct nvmlUtilization_t {
   unsigned int gpu;     // percent
   unsigned int memory;  // percent of time the memory controller was busy
 };
-struct nvmlMemory_t {  // v1
+struct nvmlMemory_t {                    // v1
   unsigned long long total, free, used;  // bytes
 };
 
 // Function table. Any entry may be null: that metric is then not supported.
 struct Api {
-  nvmlReturn_t (*Init)() = nullptr;                                    // nvmlInit_v2
-  nvmlReturn_t (*Shutdown)() = nullptr;                                // nvmlShutdown
-  const char* (*ErrorString)(nvmlReturn_t) = nullptr;                  // nvmlErrorString
-  nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned) = nullptr;   // nvmlSystemGetDriverVersion
-  nvmlReturn_t (*DeviceGetCount)(unsigned*) = nullptr;                 // nvmlDeviceGetCount_v2
+  nvmlReturn_t (*Init)() = nullptr;                                   // nvmlInit_v2
+  nvmlReturn_t (*Shutdown)() = nullptr;                               // nvmlShutdown
+  const char* (*ErrorString)(nvmlReturn_t) = nullptr;                 // nvmlErrorString
+  nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned) = nullptr;  // nvmlSystemGetDriverVersion
+  nvmlReturn_t (*DeviceGetCount)(unsigned*) = nullptr;                // nvmlDeviceGetCount_v2
   nvmlReturn_t (*DeviceGetHandleByIndex)(unsigned, nvmlDevice_t*) = nullptr;  // ..._v2
   nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned*) = nullptr;  // milliwatts
+  nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned*) = nullptr;      // milliwatts
   nvmlReturn_t (*DeviceGetClockInfo)(nvmlDevice_t, int, unsigned*) = nullptr;  // MHz
 };
 

@@ -55,8 +55,8 @@ bool ParseProcStat(std::string_view text, CpuStat* out) {
     std::string_view rest = line;
     std::string_view label = NextToken(&rest);
     CpuTimes t;
-    uint64_t* fields[] = {&t.user, &t.nice, &t.system, &t.idle, &t.iowait, &t.irq, &t.softirq,
-                          &t.steal};
+    uint64_t* fields[] = {&t.user,   &t.nice, &t.system,  &t.idle,
+                          &t.iowait, &t.irq,  &t.softirq, &t.steal};
     for (uint64_t* f : fields) {
       std::string_view tok = NextToken(&rest);
       if (tok.empty()) break;  // older kernels print fewer fields
@@ -126,8 +126,8 @@ bool ParseDiskStats(std::string_view text, DiskTotals* out) {
   if (devs.empty()) return false;
   std::unordered_set<std::string_view> names;
   for (const Dev& d : devs) names.insert(d.name);
-  static constexpr std::string_view kSkipped[] = {"loop", "ram", "zram", "dm-", "md",
-                                                  "sr",   "fd",  "nbd"};
+  static constexpr std::string_view kSkipped[] = {"loop", "ram", "zram", "dm-",
+                                                  "md",   "sr",  "fd",   "nbd"};
   *out = DiskTotals();
   for (const Dev& d : devs) {
     bool skip = false;

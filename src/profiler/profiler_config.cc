@@ -3,7 +3,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "trainscope/profiler_format.h"
@@ -84,8 +83,8 @@ std::optional<json> SubConfig(const json& v, std::string* error) {
   return j;
 }
 
-void ParseRange(const json& params, std::string_view key, std::string_view label,
-                ProfileRange* r, std::vector<std::string>* warnings) {
+void ParseRange(const json& params, std::string_view key, std::string_view label, ProfileRange* r,
+                std::vector<std::string>* warnings) {
   const json* v = Find(params, key);
   if (v == nullptr) return;
   std::string error;
@@ -96,8 +95,7 @@ void ParseRange(const json& params, std::string_view key, std::string_view label
     r->num_steps.reset();
     r->start_time_s.reset();
     r->duration_s.reset();
-    warnings->push_back(std::string(key) + " " + why + "; " + std::string(label) +
-                        " is disabled");
+    warnings->push_back(std::string(key) + " " + why + "; " + std::string(label) + " is disabled");
   };
   if (!sub) {
     r->specified = true;
@@ -123,8 +121,9 @@ void ParseRange(const json& params, std::string_view key, std::string_view label
     return;
   }
   if (r->has_step_range() && r->has_time_range()) {
-    disable("has both step fields (StartStep/NumSteps) and time fields "
-            "(StartTimeInSecSinceEpoch/DurationInSeconds)");
+    disable(
+        "has both step fields (StartStep/NumSteps) and time fields "
+        "(StartTimeInSecSinceEpoch/DurationInSeconds)");
     return;
   }
   if (const json* f = Find(*sub, "MetricsRegex"); f && f->is_string()) {
@@ -165,10 +164,9 @@ bool ProfileRange::ShouldProfile(int64_t step, double now_s) {
 Result<ProfilerConfig> ParseProfilerConfig(std::string_view text, std::string_view source) {
   json root = json::parse(text, nullptr, false);
   if (root.is_discarded() || !root.is_object()) {
-    return Status::InvalidArgument(std::string(source) +
-                                   ": not a JSON object; fix the file or unset " +
-                                   std::string(pf::kProfilerConfigEnv) + "/" +
-                                   std::string(pf::kSmProfilerConfigEnv));
+    return Status::InvalidArgument(
+        std::string(source) + ": not a JSON object; fix the file or unset " +
+        std::string(pf::kProfilerConfigEnv) + "/" + std::string(pf::kSmProfilerConfigEnv));
   }
   ProfilerConfig c;
   if (const json* d = Find(root, "DisableProfiler"); d && AsBool(*d, false)) {
@@ -205,25 +203,26 @@ Result<ProfilerConfig> ParseProfilerConfig(std::string_view text, std::string_vi
   number("FileOpenFailThreshold", 1, &c.file_open_fail_threshold);
 
   for (const json* obj : {static_cast<const json*>(&root), params}) {
-    for (std::string_view key : {"SystemMonitorIntervalMillis", "ProfilingIntervalInMilliseconds"}) {
+    for (std::string_view key :
+         {"SystemMonitorIntervalMillis", "ProfilingIntervalInMilliseconds"}) {
       const json* v = Find(*obj, key);
       if (v == nullptr) continue;
       auto n = AsNumber(*v);
       if (!n || *n != std::floor(*n) || *n < pf::kMinSystemIntervalMillis ||
           *n > pf::kMaxSystemIntervalMillis) {
-        return Status::InvalidArgument(
-            std::string(source) + ": " + std::string(key) + "=" + Dump(*v) +
-            " is out of range: system_monitor_interval_millis allowed " +
-            std::to_string(pf::kMinSystemIntervalMillis) + " to " +
-            std::to_string(pf::kMaxSystemIntervalMillis) + " ms");
+        return Status::InvalidArgument(std::string(source) + ": " + std::string(key) + "=" +
+                                       Dump(*v) +
+                                       " is out of range: system_monitor_interval_millis allowed " +
+                                       std::to_string(pf::kMinSystemIntervalMillis) + " to " +
+                                       std::to_string(pf::kMaxSystemIntervalMillis) + " ms");
       }
       c.system_monitor_interval_millis = static_cast<int64_t>(*n);
     }
   }
   ParseRange(*params, "DetailedProfilingConfig", "detailed profiling", &c.detailed_profiling,
              &c.warnings);
-  ParseRange(*params, "DataloaderProfilingConfig", "dataloader profiling",
-             &c.dataloader_profiling, &c.warnings);
+  ParseRange(*params, "DataloaderProfilingConfig", "dataloader profiling", &c.dataloader_profiling,
+             &c.warnings);
   ParseRange(*params, "PythonProfilingConfig", "python profiling", &c.python_profiling,
              &c.warnings);
   ParseRange(*params, "SMDataParallelProfilingConfig", "smdataparallel profiling",

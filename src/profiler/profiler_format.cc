@@ -26,8 +26,8 @@ std::string HourFolderName(int64_t epoch_seconds) {
   struct tm tm;
   gmtime_r(&t, &tm);
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%04d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour);
+  std::snprintf(buf, sizeof(buf), "%04d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour);
   return buf;
 }
 
@@ -72,7 +72,8 @@ std::optional<SystemFileName> ParseSystemFileName(std::string_view basename) {
   if (rest.size() <= kPrefix.size() + kExt.size()) return std::nullopt;
   if (rest.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
   if (rest.substr(rest.size() - kExt.size()) != kExt) return std::nullopt;
-  std::string_view node_num = rest.substr(kPrefix.size(), rest.size() - kPrefix.size() - kExt.size());
+  std::string_view node_num =
+      rest.substr(kPrefix.size(), rest.size() - kPrefix.size() - kExt.size());
   if (!AllDigits(node_num)) return std::nullopt;
   SystemFileName out;
   std::from_chars(basename.data(), basename.data() + 10, out.minute_epoch_seconds);

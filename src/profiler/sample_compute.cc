@@ -44,8 +44,8 @@ void ComputeSample(const RawSnapshot* prev, const RawSnapshot& cur, int64_t tick
   }
   if (cur.process_count) {
     out->process_count = *cur.process_count;
-    out->process_rss_bytes = static_cast<uint64_t>(cur.process_rss_pages) *
-                             static_cast<uint64_t>(page_size);
+    out->process_rss_bytes =
+        static_cast<uint64_t>(cur.process_rss_pages) * static_cast<uint64_t>(page_size);
   }
   out->cgroup_memory_max_bytes = cur.cgroup_memory_max;
   out->cgroup_memory_current_bytes = cur.cgroup_memory_current;

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "profiler/reader_util.h"
@@ -40,8 +39,8 @@ Status SystemMetricsReader::Refresh() {
   for (std::string& p : paths) {
     auto parsed = pf::ParseSystemFileName(Basename(p));
     if (!parsed) continue;
-    files.push_back({parsed->minute_epoch_seconds * 1000000, std::move(parsed->node_id),
-                     std::move(p)});
+    files.push_back(
+        {parsed->minute_epoch_seconds * 1000000, std::move(parsed->node_id), std::move(p)});
   }
   std::sort(files.begin(), files.end(), [](const SystemMetricsFile& a, const SystemMetricsFile& b) {
     return a.minute_us != b.minute_us ? a.minute_us < b.minute_us : a.path < b.path;
@@ -91,8 +90,9 @@ std::vector<SystemMetricEvent> SystemMetricsReader::ParseFile(std::string_view c
   return out;
 }
 
-Result<std::vector<SystemMetricEvent>> SystemMetricsReader::GetEvents(
-    int64_t start_us, int64_t end_us, const SystemMetricsQuery& q) {
+Result<std::vector<SystemMetricEvent>> SystemMetricsReader::GetEvents(int64_t start_us,
+                                                                      int64_t end_us,
+                                                                      const SystemMetricsQuery& q) {
   if (!listed_) TS_RETURN_IF_ERROR(Refresh());
   std::vector<SystemMetricEvent> out;
   if (end_us <= start_us) return out;
@@ -127,9 +127,10 @@ Result<std::vector<SystemMetricEvent>> SystemMetricsReader::GetEvents(
       out.push_back(e);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const SystemMetricEvent& a, const SystemMetricEvent& b) {
-    return a.timestamp_us < b.timestamp_us;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SystemMetricEvent& a, const SystemMetricEvent& b) {
+                     return a.timestamp_us < b.timestamp_us;
+                   });
   return out;
 }
 

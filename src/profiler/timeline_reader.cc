@@ -1,8 +1,7 @@
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "profiler/reader_util.h"
 #include "trainscope/metrics_reader.h"
@@ -32,7 +31,8 @@ int64_t IdOf(const json& obj, const char* key) {
   if (it == obj.end()) return 0;
   if (it->is_number_integer()) return it->get<int64_t>();
   if (it->is_number()) return static_cast<int64_t>(it->get<double>());
-  if (it->is_string()) return static_cast<int64_t>(std::hash<std::string>()(it->get<std::string>()) & 0x7fffffff);
+  if (it->is_string())
+    return static_cast<int64_t>(std::hash<std::string>()(it->get<std::string>()) & 0x7fffffff);
   return 0;
 }
 
@@ -63,7 +63,8 @@ class FileParser {
   void Add(const json& e) {
     if (!e.is_object()) return;
     auto ph_it = e.find("ph");
-    if (ph_it == e.end() || !ph_it->is_string() || ph_it->get_ref<const std::string&>().size() != 1) {
+    if (ph_it == e.end() || !ph_it->is_string() ||
+        ph_it->get_ref<const std::string&>().size() != 1) {
       return;
     }
     const char ph = ph_it->get_ref<const std::string&>()[0];
@@ -88,8 +89,8 @@ class FileParser {
     if (ph == 'X' || ph == 'i' || ph == 'I') {
       TimelineEvent ev = Make(e, ph == 'X' ? 'X' : 'i', pid, tid, *ts, args);
       if (ph == 'X') ev.dur_us = std::max<int64_t>(0, Micros(e, "dur").value_or(0));
-      if (auto s = e.find("s"); ph != 'X' && s != e.end() && s->is_string() &&
-                                (*s == "g" || *s == "p" || *s == "t")) {
+      if (auto s = e.find("s");
+          ph != 'X' && s != e.end() && s->is_string() && (*s == "g" || *s == "p" || *s == "t")) {
         ev.scope = s->get_ref<const std::string&>()[0];
       }
       events_.push_back(std::move(ev));
@@ -163,8 +164,8 @@ const std::string* TimelineEvent::Arg(std::string_view key) const {
 
 std::vector<TimelineEvent> TimelineReader::ParseFile(std::string_view contents,
                                                      std::string_view node_id,
-                                                     std::string_view suffix,
-                                                     std::string_view path, ReaderStats* stats) {
+                                                     std::string_view suffix, std::string_view path,
+                                                     ReaderStats* stats) {
   FileParser parser(node_id, suffix);
   json whole = json::parse(contents, nullptr, /*allow_exceptions=*/false);
   if (!whole.is_discarded() && (whole.is_array() || whole.is_object())) {
@@ -221,8 +222,8 @@ Status TimelineReader::Refresh() {
   for (std::string& p : paths) {
     auto parsed = pf::ParseTimelineFileName(Basename(p));
     if (!parsed) continue;
-    files.push_back({parsed->end_us, std::move(parsed->node_id), std::move(parsed->suffix),
-                     std::move(p)});
+    files.push_back(
+        {parsed->end_us, std::move(parsed->node_id), std::move(parsed->suffix), std::move(p)});
   }
   std::sort(files.begin(), files.end(), [](const TimelineFile& a, const TimelineFile& b) {
     return a.end_us != b.end_us ? a.end_us < b.end_us : a.path < b.path;
@@ -292,7 +293,8 @@ Result<std::vector<TimelineEvent>> TimelineReader::GetEvents(int64_t start_us, i
     if (events == nullptr) continue;
     for (const TimelineEvent& e : *events) {
       if (!Overlaps(e, start_us, end_us)) continue;
-      if (!q.phase_prefix.empty() && e.phase.compare(0, q.phase_prefix.size(), q.phase_prefix) != 0) {
+      if (!q.phase_prefix.empty() &&
+          e.phase.compare(0, q.phase_prefix.size(), q.phase_prefix) != 0) {
         continue;
       }
       out.push_back(e);

@@ -1,8 +1,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -89,7 +89,8 @@ class TimelineWriter::FileState {
 Result<std::unique_ptr<TimelineWriter>> TimelineWriter::Create(Env* env, std::string base_dir,
                                                                TimelineWriterOptions options) {
   if (options.node_id.empty()) options.node_id = pf::DefaultTimelineNodeId();
-  if (options.node_id.find('_') != std::string::npos || options.node_id.find('/') != std::string::npos) {
+  if (options.node_id.find('_') != std::string::npos ||
+      options.node_id.find('/') != std::string::npos) {
     return Status::InvalidArgument("timeline node_id \"" + options.node_id +
                                    "\" must not contain '_' or '/' (they delimit the file name)");
   }
@@ -108,7 +109,9 @@ Result<std::unique_ptr<TimelineWriter>> TimelineWriter::Create(Env* env, std::st
 }
 
 TimelineWriter::TimelineWriter(Env* env, std::string base_dir, TimelineWriterOptions options)
-    : options_(std::move(options)), env_(env), base_dir_(std::move(base_dir)),
+    : options_(std::move(options)),
+      env_(env),
+      base_dir_(std::move(base_dir)),
       file_(std::make_unique<FileState>()) {
   if (!options_.clock) options_.clock = [env] { return env->NowMicros(); };
   if (!options_.report) options_.report = ReportToStderr;
@@ -130,8 +133,8 @@ void TimelineWriter::Run() {
   }
 }
 
-void TimelineWriter::Enqueue(char ph, std::string_view phase, std::string_view name,
-                             uint64_t ts_us, uint64_t dur_us, TimelineArgs args, char scope) {
+void TimelineWriter::Enqueue(char ph, std::string_view phase, std::string_view name, uint64_t ts_us,
+                             uint64_t dur_us, TimelineArgs args, char scope) {
   if (!healthy_.load(std::memory_order_relaxed)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -198,8 +201,8 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       TS_RETURN_IF_ERROR(f.file->Close());
       f.file.reset();
       uint64_t end = f.max_end_us;
-      std::string rel = pf::TimelineFilePath(static_cast<int64_t>(end), options_.node_id,
-                                             options_.suffix);
+      std::string rel =
+          pf::TimelineFilePath(static_cast<int64_t>(end), options_.node_id, options_.suffix);
       std::string path = JoinPath(base_dir_, rel);
       while (env_->FileExists(path)) {  // two files ending in the same microsecond
         ++end;
@@ -222,8 +225,8 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
     }
   };
   auto open = [&](uint64_t hour) -> bool {
-    f.tmp_path = JoinPath(base_dir_, std::string(pf::kFrameworkDir) + "/" + options_.node_id +
-                                         "_" + options_.suffix + std::string(pf::kTmpSuffix));
+    f.tmp_path = JoinPath(base_dir_, std::string(pf::kFrameworkDir) + "/" + options_.node_id + "_" +
+                                         options_.suffix + std::string(pf::kTmpSuffix));
     Status s = env_->CreateDirs(std::string(Dirname(f.tmp_path)));
     if (s.ok()) {
       auto file = env_->NewWritableFile(f.tmp_path);
@@ -234,12 +237,14 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       }
     }
     if (s.ok()) {
-      f.line.assign("[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"ts\":0,"
-                    "\"args\":{\"name\":\"trainscope\",\"");
+      f.line.assign(
+          "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,\"ts\":0,"
+          "\"args\":{\"name\":\"trainscope\",\"");
       f.line.append(pf::kStartTimeArg).append("\":");
       json_write::UInt(&f.line, options_.start_time_us);
-      f.line.append("}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
-                    "\"ts\":0,\"args\":{\"sort_index\":0}}");
+      f.line.append(
+          "}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
+          "\"ts\":0,\"args\":{\"sort_index\":0}}");
       s = f.file->Append(f.line);
     }
     if (!s.ok()) {
@@ -307,7 +312,8 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
     l.append(",\"ph\":\"");
     l.push_back(p.ph);
     l.append("\",\"ts\":");
-    json_write::Int(&l, static_cast<int64_t>(p.ts_us) - static_cast<int64_t>(options_.start_time_us));
+    json_write::Int(&l,
+                    static_cast<int64_t>(p.ts_us) - static_cast<int64_t>(options_.start_time_us));
     if (p.ph == 'X') {
       l.append(",\"dur\":");
       json_write::UInt(&l, p.dur_us);

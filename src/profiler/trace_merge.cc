@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "profiler/reader_util.h"
@@ -35,9 +34,9 @@ std::string Str(const json& e, const char* key) {
 // A torch.profiler Chrome trace placed on the epoch clock.
 struct TorchTrace {
   std::string path;
-  json doc;                // the whole file
-  int64_t base_us = 0;     // epoch microseconds of its ts 0 (whole part)
-  double base_frac = 0;    // sub-microsecond part
+  json doc;              // the whole file
+  int64_t base_us = 0;   // epoch microseconds of its ts 0 (whole part)
+  double base_frac = 0;  // sub-microsecond part
 };
 
 struct RuleFinding {
@@ -94,8 +93,8 @@ class Merger {
     json other = {{"trial", trial_},
                   {std::string(pf::kStartTimeArg), res_->base_time_us},
                   {"generator", "trainscope MergeTimeline"}};
-    std::string head = "{\"displayTimeUnit\":\"ms\",\n\"otherData\":" + Dump(other) +
-                       ",\n\"traceEvents\":[\n";
+    std::string head =
+        "{\"displayTimeUnit\":\"ms\",\n\"otherData\":" + Dump(other) + ",\n\"traceEvents\":[\n";
     return head + body_ + "\n]}\n";
   }
 
@@ -110,9 +109,17 @@ class Merger {
     body_.append(Dump(e));
   }
   void Metadata(int64_t pid, const std::string& name, int64_t sort_index) {
-    Add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"ts", 0},
+    Add({{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"tid", 0},
+         {"ts", 0},
          {"args", {{"name", name}}}});
-    Add({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"ts", 0},
+    Add({{"name", "process_sort_index"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"tid", 0},
+         {"ts", 0},
          {"args", {{"sort_index", sort_index}}}});
     res_->metadata_events += 2;
   }
@@ -178,7 +185,8 @@ class Merger {
       }
       bool has_base = false;
       if (t.doc.is_object()) {
-        if (auto b = t.doc.find("baseTimeNanoseconds"); b != t.doc.end() && b->is_number_integer()) {
+        if (auto b = t.doc.find("baseTimeNanoseconds");
+            b != t.doc.end() && b->is_number_integer()) {
           int64_t ns = b->get<int64_t>();
           t.base_us = ns / 1000;
           t.base_frac = static_cast<double>(ns % 1000) / 1000.0;
@@ -196,8 +204,9 @@ class Merger {
           }
         }
         if (!epoch) {
-          Warn(path + ": no baseTimeNanoseconds and ts not epoch microseconds: cannot place it "
-                      "on the trial's clock; skipped");
+          Warn(path +
+               ": no baseTimeNanoseconds and ts not epoch microseconds: cannot place it "
+               "on the trial's clock; skipped");
           continue;
         }
       }
@@ -253,8 +262,14 @@ class Merger {
     if (findings_.empty()) return;
     Metadata(kRulesPid, "rules", kRulesPid);
     for (const RuleFinding& f : findings_) {
-      Add({{"name", f.rule + ": " + f.message}, {"cat", "rule"}, {"ph", "i"}, {"s", "g"},
-           {"ts", Rel(f.time_us)}, {"pid", kRulesPid}, {"tid", 0}, {"args", f.record}});
+      Add({{"name", f.rule + ": " + f.message},
+           {"cat", "rule"},
+           {"ph", "i"},
+           {"s", "g"},
+           {"ts", Rel(f.time_us)},
+           {"pid", kRulesPid},
+           {"tid", 0},
+           {"args", f.record}});
       ++res_->rule_events;
     }
   }
@@ -270,8 +285,13 @@ class Merger {
       }
       std::string name = e.dimension;
       if (!e.name.empty() && e.name != e.dimension) name += " " + e.name;
-      Add({{"name", name}, {"cat", "system"}, {"ph", "C"}, {"ts", Rel(e.timestamp_us)},
-           {"pid", it->second}, {"tid", 0}, {"args", {{"value", e.value}}}});
+      Add({{"name", name},
+           {"cat", "system"},
+           {"ph", "C"},
+           {"ts", Rel(e.timestamp_us)},
+           {"pid", it->second},
+           {"tid", 0},
+           {"args", {{"value", e.value}}}});
       ++res_->counter_events;
     }
   }
@@ -284,8 +304,8 @@ class Merger {
         it->second = kFirstFrameworkPid + static_cast<int64_t>(pids.size()) - 1;
         Metadata(it->second, e.phase + " (" + e.node_id + ")", it->second);
       }
-      json ev = {{"name", e.name}, {"cat", "framework"}, {"ph", std::string(1, e.ph)},
-                 {"ts", Rel(e.start_us)}, {"pid", it->second}, {"tid", e.tid}};
+      json ev = {{"name", e.name},        {"cat", "framework"}, {"ph", std::string(1, e.ph)},
+                 {"ts", Rel(e.start_us)}, {"pid", it->second},  {"tid", e.tid}};
       if (e.ph == 'X') {
         ev["dur"] = e.dur_us;
       } else {
@@ -314,9 +334,10 @@ class Merger {
         auto [it, added] = pid_of.try_emplace(key, 0);
         if (added) {
           it->second = next_pid++;
-          names[it->second] = label + ": " + (e.contains("pid") && e["pid"].is_string()
-                                                  ? e["pid"].get<std::string>()
-                                                  : "pid " + key);
+          names[it->second] =
+              label + ": " +
+              (e.contains("pid") && e["pid"].is_string() ? e["pid"].get<std::string>()
+                                                         : "pid " + key);
         }
         return it->second;
       };
@@ -344,8 +365,8 @@ class Merger {
           continue;
         }
         if ((ph == "s" || ph == "t" || ph == "f") && !e.contains("id")) continue;
-        double rel = static_cast<double>(t.base_us - res_->base_time_us) + t.base_frac +
-                     ts->get<double>();
+        double rel =
+            static_cast<double>(t.base_us - res_->base_time_us) + t.base_frac + ts->get<double>();
         int64_t abs = t.base_us + static_cast<int64_t>(std::floor(ts->get<double>() + t.base_frac));
         double dur = 0;
         if (auto d = e.find("dur"); d != e.end() && d->is_number()) dur = d->get<double>();
@@ -363,7 +384,8 @@ class Merger {
           if (auto v = e.find(k); v != e.end() && v->is_string()) out[k] = *v;
         }
         if (auto v = e.find("id"); v != e.end()) {
-          out["id"] = std::to_string(fi) + ":" + (v->is_string() ? v->get<std::string>() : Dump(*v));
+          out["id"] =
+              std::to_string(fi) + ":" + (v->is_string() ? v->get<std::string>() : Dump(*v));
         }
         if (auto a = e.find("args"); a != e.end() && a->is_object()) out["args"] = *a;
         if (ph == "C") {
@@ -396,13 +418,21 @@ class Merger {
         if (name == "process_name" && args->contains("name") && (*args)["name"].is_string()) {
           names[p->second] = label + ": " + (*args)["name"].get<std::string>();
         } else if (name == "thread_name" && args->contains("name") && (*args)["name"].is_string()) {
-          Add({{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", p->second},
-               {"tid", map_tid(p->second, e)}, {"args", {{"name", (*args)["name"]}}}});
+          Add({{"name", name},
+               {"ph", "M"},
+               {"ts", 0},
+               {"pid", p->second},
+               {"tid", map_tid(p->second, e)},
+               {"args", {{"name", (*args)["name"]}}}});
           ++res_->metadata_events;
         } else if (name == "thread_sort_index" && args->contains("sort_index") &&
                    (*args)["sort_index"].is_number_integer()) {
-          Add({{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", p->second},
-               {"tid", map_tid(p->second, e)}, {"args", {{"sort_index", (*args)["sort_index"]}}}});
+          Add({{"name", name},
+               {"ph", "M"},
+               {"ts", 0},
+               {"pid", p->second},
+               {"tid", map_tid(p->second, e)},
+               {"args", {{"sort_index", (*args)["sort_index"]}}}});
           ++res_->metadata_events;
         }
       }

@@ -1,9 +1,8 @@
 // ValidateTraceEvents: the strict Chrome trace check (docs/formats/timeline.md).
 #include <algorithm>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "trainscope/trace_merge.h"
 
@@ -66,7 +65,8 @@ std::string Check(const json& e) {
       }
     } else if (n == "process_labels") {
       auto v = args->find("labels");
-      if (v == args->end() || !v->is_string()) return "is process_labels without string args.labels";
+      if (v == args->end() || !v->is_string())
+        return "is process_labels without string args.labels";
     } else {
       return "is metadata of unknown kind \"" + n + "\"";
     }
@@ -117,9 +117,8 @@ Status ValidateTraceEvents(std::string_view json_text) {
   }
   for (auto& [thread, marks] : begin_end) {
     // Timestamp order; equal timestamps keep the order of the file (as viewers process them).
-    std::stable_sort(marks.begin(), marks.end(), [](const auto& a, const auto& b) {
-      return std::get<0>(a) < std::get<0>(b);
-    });
+    std::stable_sort(marks.begin(), marks.end(),
+                     [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
     int depth = 0;
     for (const auto& [ts, index, delta] : marks) {
       depth += delta;

@@ -1,6 +1,7 @@
 #include "trainscope/rule_data.h"
 
 #include <algorithm>
+#include <regex>
 #include <unordered_map>
 
 #include "trainscope/env.h"
@@ -35,6 +36,24 @@ struct RuleData::StepCache {
 
   size_t entries() const {
     return values.size() + stats.size() + reductions.size() + selections.size();
+  }
+};
+
+struct RuleData::Matcher {
+  bool all = false;
+  std::vector<std::regex> regexes;
+  std::vector<std::string> names;  // sorted (collections' tensor_names)
+  std::unordered_map<std::string, bool> memo;
+
+  bool Matches(const std::string& name) {
+    if (all) return true;
+    auto it = memo.find(name);
+    if (it != memo.end()) return it->second;
+    bool keep = std::binary_search(names.begin(), names.end(), name);
+    for (size_t i = 0; !keep && i < regexes.size(); ++i) keep = std::regex_search(name, regexes[i]);
+    if (memo.size() >= 100000) memo.clear();  // bounded even if names never repeat
+    memo.emplace(name, keep);
+    return keep;
   }
 };
 
@@ -107,41 +126,71 @@ std::pair<Mode, int64_t> RuleData::StepMode(int64_t global_step) {
   return *c.mode;
 }
 
-Result<std::vector<std::string>> RuleData::Select(const TensorSelection& selection, int64_t step,
-                                                  size_t trial) {
-  if (trial >= trials_.size()) return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
-  StepCache& c = CacheFor(trial, step);
-  const std::string key = selection.Key();
-  if (auto it = c.selections.find(key); it != c.selections.end()) return it->second;
-  Trial& t = *trials_[trial];
-  std::vector<std::string> names;
-  auto append = [&](Result<std::vector<std::string>> r) -> Status {
-    if (!r.ok()) {
-      // A collection or tensor not saved (yet) selects nothing.
-      if (r.status().code() == StatusCode::kNotFound) return Status::OK();
-      return r.status();
+Result<RuleData::Matcher*> RuleData::MatcherFor(const TensorSelection& selection, size_t trial) {
+  const auto key = std::make_pair(trial, selection.Key());
+  auto it = matchers_.find(key);
+  if (it != matchers_.end()) return it->second.get();
+  auto m = std::make_unique<Matcher>();
+  auto compile = [&](const std::string& re, const std::string& what) -> Status {
+    try {
+      m->regexes.emplace_back(re, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      return Status::InvalidArgument("regex '" + re + "' (" + what + ") does not compile: " +
+                                     e.what() + "; use ECMAScript syntax as re.search would");
     }
-    names.insert(names.end(), r->begin(), r->end());
     return Status::OK();
   };
   if (selection.empty()) {
-    if (selection.all_if_empty) TS_RETURN_IF_ERROR(append(t.TensorNames(Mode::kGlobal, step)));
+    m->all = selection.all_if_empty;
   } else {
-    for (const auto& coll : selection.collections) {
-      TS_RETURN_IF_ERROR(append(t.TensorNames(Mode::kGlobal, step, "", coll)));
+    for (const auto& c : selection.collections) {
+      auto info = trials_[trial]->collection(c);
+      if (!info) continue;  // a collection not saved selects nothing
+      m->names.insert(m->names.end(), info->tensor_names.begin(), info->tensor_names.end());
+      for (const auto& re : info->include_regex) {
+        TS_RETURN_IF_ERROR(compile(re, "include_regex of collection " + c));
+      }
     }
-    for (const auto& re : selection.regexes) {
-      TS_RETURN_IF_ERROR(append(t.TensorNames(Mode::kGlobal, step, re, "")));
-    }
+    for (const auto& re : selection.regexes) TS_RETURN_IF_ERROR(compile(re, "tensor regex"));
+    std::sort(m->names.begin(), m->names.end());
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  c.selections.emplace(key, names);
-  return names;
+  Matcher* raw = m.get();
+  matchers_.emplace(key, std::move(m));
+  return raw;
+}
+
+Result<std::vector<std::string>> RuleData::Select(const TensorSelection& selection, int64_t step,
+                                                  size_t trial) {
+  if (trial >= trials_.size()) {
+    return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
+  }
+  TS_ASSIGN_OR_RETURN(Matcher * matcher, MatcherFor(selection, trial));
+  StepCache& c = CacheFor(trial, step);
+  const std::string key = selection.Key();
+  if (auto it = c.selections.find(key); it != c.selections.end()) return it->second;
+  // All names saved at the step, once per step for every selection.
+  const std::string all_key = "\x01all";
+  auto all_it = c.selections.find(all_key);
+  if (all_it == c.selections.end()) {
+    auto names = trials_[trial]->TensorNames(Mode::kGlobal, step);
+    if (!names.ok()) {
+      if (names.status().code() != StatusCode::kNotFound) return names.status();
+      names = std::vector<std::string>{};
+    }
+    all_it = c.selections.emplace(all_key, std::move(names).value()).first;
+  }
+  std::vector<std::string> out;
+  for (const auto& n : all_it->second) {
+    if (matcher->Matches(n)) out.push_back(n);
+  }
+  c.selections.emplace(key, out);
+  return out;
 }
 
 Result<Tensor> RuleData::Value(const std::string& tensor, int64_t step, size_t trial) {
-  if (trial >= trials_.size()) return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
+  if (trial >= trials_.size()) {
+    return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
+  }
   StepCache& c = CacheFor(trial, step);
   if (auto it = c.values.find(tensor); it != c.values.end()) {
     ++stats_.value_hits;
@@ -162,7 +211,9 @@ Result<Tensor> RuleData::Value(const std::string& tensor, int64_t step, size_t t
 }
 
 Result<TensorStats> RuleData::Stats(const std::string& tensor, int64_t step, size_t trial) {
-  if (trial >= trials_.size()) return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
+  if (trial >= trials_.size()) {
+    return Status::InvalidArgument("RuleData: no trial " + std::to_string(trial));
+  }
   {
     StepCache& c = CacheFor(trial, step);
     if (auto it = c.stats.find(tensor); it != c.stats.end()) {

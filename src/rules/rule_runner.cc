@@ -220,6 +220,11 @@ Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path,
                                                      RunnerOptions options,
                                                      TrialOptions trial_options) {
   if (trial_options.env == nullptr) trial_options.env = options.env;
+  // The runner refreshes the trial itself (Poll, WaitForChange); queries made by rules in
+  // between must not list folders again.
+  if (trial_options.refresh_interval.count() == 0) {
+    trial_options.refresh_interval = std::chrono::hours(1);
+  }
   TS_ASSIGN_OR_RETURN(auto trial, Trial::Open(path, trial_options));
   return std::make_unique<RuleRunner>(std::shared_ptr<Trial>(std::move(trial)),
                                       std::move(options));

@@ -1,7 +1,8 @@
-// Writes a complete profiler trial with our writers (system metrics from the fixture /proc with fake
-// GPUs, a rotated framework timeline, a rule finding) and its merged trace, and checks it. When
-// TRAINSCOPE_PROFILER_EXPORT_DIR is set the trial is left there: tests/python/test_timeline_format.py
-// runs this test to get files that smdebug's own readers and Python's json module then check.
+// Writes a complete profiler trial with our writers (system metrics from the fixture /proc with
+// fake GPUs, a rotated framework timeline, a rule finding) and its merged trace, and checks it.
+// When TRAINSCOPE_PROFILER_EXPORT_DIR is set the trial is left there:
+// tests/python/test_timeline_format.py runs this test to get files that smdebug's own readers and
+// Python's json module then check.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

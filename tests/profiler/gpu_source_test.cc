@@ -1,5 +1,7 @@
 // NVML source over a fake function table (the code path a real driver takes, minus dlopen), the
 // "no NVML" path, and FakeGpuSource.
+#include "trainscope/gpu_source.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "profiler/nvml_api.h"
-#include "trainscope/gpu_source.h"
 
 namespace trainscope {
 namespace {
@@ -24,16 +25,27 @@ struct FakeDriver {
   static inline int inits = 0, shutdowns = 0;
   static inline nvmlReturn_t init_result = 0;
   static inline char devices[2];
-  static int Index(nvmlDevice_t d) { return static_cast<int>(reinterpret_cast<char*>(d) - devices); }
+  static int Index(nvmlDevice_t d) {
+    return static_cast<int>(reinterpret_cast<char*>(d) - devices);
+  }
 
-  static nvmlReturn_t Init() { ++inits; return init_result; }
-  static nvmlReturn_t Shutdown() { ++shutdowns; return 0; }
+  static nvmlReturn_t Init() {
+    ++inits;
+    return init_result;
+  }
+  static nvmlReturn_t Shutdown() {
+    ++shutdowns;
+    return 0;
+  }
   static const char* ErrorString(nvmlReturn_t rc) { return rc == 9 ? "Driver Not Loaded" : "?"; }
   static nvmlReturn_t DriverVersion(char* buf, unsigned n) {
     std::snprintf(buf, n, "550.54.15");
     return 0;
   }
-  static nvmlReturn_t Count(unsigned* n) { *n = 2; return 0; }
+  static nvmlReturn_t Count(unsigned* n) {
+    *n = 2;
+    return 0;
+  }
   static nvmlReturn_t Handle(unsigned i, nvmlDevice_t* d) {
     if (i >= 2) return 2;
     *d = reinterpret_cast<nvmlDevice_t>(&devices[i]);
@@ -142,8 +154,8 @@ TEST(NvmlGpuSourceTest, LibraryWithoutInitIsUnavailable) {
 }
 
 TEST(NvmlGpuSourceTest, OnlyInitPresentGivesZeroGpusNotAnError) {
-  auto src = nvml::OpenWithApi(ApiFrom({{"nvmlInit_v2", reinterpret_cast<void*>(&FakeDriver::Init)}}),
-                               nullptr);
+  auto src = nvml::OpenWithApi(
+      ApiFrom({{"nvmlInit_v2", reinterpret_cast<void*>(&FakeDriver::Init)}}), nullptr);
   ASSERT_TRUE(src.ok());
   EXPECT_EQ((*src)->DeviceCount(), 0);
   std::vector<GpuMetrics> g(3);

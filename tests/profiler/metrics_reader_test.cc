@@ -149,8 +149,8 @@ TEST(SystemMetricsReaderTest, AGrowingFileIsReadAgain) {
 TEST(ReaderToleranceTest, EveryTruncationOfATimelineFile) {
   for (const char* name : {"1795301745962268_4092-vm_pythontimeline.json",
                            "1795301745964013_4092-vm_pythontimeline.json"}) {
-    const std::string text = test_util::ReadAll(
-        kSmdTrial + "/framework/pevents/2026112122/" + std::string(name));
+    const std::string text =
+        test_util::ReadAll(kSmdTrial + "/framework/pevents/2026112122/" + std::string(name));
     ASSERT_FALSE(text.empty());
     ReaderStats full_stats;
     auto full = TimelineReader::ParseFile(text, "n", "pythontimeline.json", name, &full_stats);
@@ -184,13 +184,13 @@ TEST(ReaderToleranceTest, CorruptLineInTheMiddleIsSkippedTheRestKept) {
   EXPECT_EQ(stats.lines_skipped, 1);
   EXPECT_EQ(events.size(), 5u);
   // Garbage of every kind: no crash, nothing invented.
-  for (std::string junk : {std::string(""), std::string("["), std::string("]"),
-                           std::string("\0\0\0", 3), std::string("{\"ph\":\"X\"}"),
-                           std::string("[{\"ph\":\"E\",\"ts\":5}]"), std::string("{}"),
-                           std::string("[1,2,3]"), std::string("{\"traceEvents\":7}"),
-                           std::string("[{\"ph\":\"X\",\"ts\":\"soon\",\"dur\":1}]"),
-                           std::string("[{\"ph\":\"XX\",\"ts\":1}]"),
-                           std::string("[{\"ph\":\"X\",\"ts\":1e300,\"dur\":-5}]")}) {
+  for (std::string junk :
+       {std::string(""), std::string("["), std::string("]"), std::string("\0\0\0", 3),
+        std::string("{\"ph\":\"X\"}"), std::string("[{\"ph\":\"E\",\"ts\":5}]"), std::string("{}"),
+        std::string("[1,2,3]"), std::string("{\"traceEvents\":7}"),
+        std::string("[{\"ph\":\"X\",\"ts\":\"soon\",\"dur\":1}]"),
+        std::string("[{\"ph\":\"XX\",\"ts\":1}]"),
+        std::string("[{\"ph\":\"X\",\"ts\":1e300,\"dur\":-5}]")}) {
     ReaderStats s;
     auto ev = TimelineReader::ParseFile(junk, "n", "x.json", "junk", &s);
     for (const auto& e : ev) EXPECT_GE(e.dur_us, 0);
@@ -199,8 +199,8 @@ TEST(ReaderToleranceTest, CorruptLineInTheMiddleIsSkippedTheRestKept) {
 }
 
 TEST(ReaderToleranceTest, EveryTruncationOfASystemFile) {
-  const std::string text = test_util::ReadAll(
-      kSmdTrial + "/system/incremental/2026112122/1795301700.algo-1.json");
+  const std::string text =
+      test_util::ReadAll(kSmdTrial + "/system/incremental/2026112122/1795301700.algo-1.json");
   size_t prev = 0;
   for (size_t len = 0; len <= text.size(); ++len) {
     ReaderStats stats;

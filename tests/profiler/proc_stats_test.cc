@@ -11,12 +11,13 @@ namespace {
 
 TEST(ProcStatTest, ParsesTotalAndCoresAndOlderKernelsWithFewerFields) {
   CpuStat s;
-  ASSERT_TRUE(ParseProcStat("cpu  10 1 5 100 3 0 2 0 7 0\n"
-                            "cpu0 4 1 2 50 1 0 1 0 0 0\n"
-                            "cpu3 6 0 3 50 2 0 1 0 0 0\n"
-                            "intr 1 2 3\n"
-                            "cpu7 1 2 3 4\n",  // 2.4-era line: 4 fields
-                            &s));
+  ASSERT_TRUE(
+      ParseProcStat("cpu  10 1 5 100 3 0 2 0 7 0\n"
+                    "cpu0 4 1 2 50 1 0 1 0 0 0\n"
+                    "cpu3 6 0 3 50 2 0 1 0 0 0\n"
+                    "intr 1 2 3\n"
+                    "cpu7 1 2 3 4\n",  // 2.4-era line: 4 fields
+                    &s));
   EXPECT_EQ(s.total.user, 10u);
   EXPECT_EQ(s.total.Total(), 10u + 1 + 5 + 100 + 3 + 0 + 2 + 0);  // guest (7) is inside user
   EXPECT_EQ(s.total.Busy(), 10u + 1 + 5 + 2);
@@ -34,47 +35,48 @@ TEST(MemInfoTest, UsesMemAvailableElseFreePlusCaches) {
   ASSERT_TRUE(ParseMemInfo("MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\n", &m));
   EXPECT_EQ(m.total_bytes, 1000u * 1024);
   EXPECT_EQ(m.available_bytes, 600u * 1024);
-  ASSERT_TRUE(ParseMemInfo("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 30 kB\n",
-                           &m));
+  ASSERT_TRUE(
+      ParseMemInfo("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 30 kB\n", &m));
   EXPECT_EQ(m.available_bytes, 150u * 1024);
   EXPECT_FALSE(ParseMemInfo("MemFree: 100 kB\n", &m));
 }
 
 TEST(DiskStatsTest, CountsWholeDisksOnly) {
   DiskTotals d;
-  ASSERT_TRUE(ParseDiskStats(
-      "   8 0 sda 1 0 10 0 1 0 20 0 0 0 0\n"
-      "   8 1 sda1 1 0 9 0 1 0 19 0 0 0 0\n"
-      " 259 0 nvme0n1 1 0 100 0 1 0 200 0 0 0 0\n"
-      " 259 1 nvme0n1p2 1 0 99 0 1 0 199 0 0 0 0\n"
-      " 179 0 mmcblk0 1 0 1000 0 1 0 2000 0 0 0 0\n"
-      " 179 1 mmcblk0p1 1 0 999 0 1 0 1999 0 0 0 0\n"
-      "   7 0 loop0 1 0 5 0 1 0 5 0 0 0 0\n"
-      " 253 0 dm-0 1 0 5 0 1 0 5 0 0 0 0\n"
-      "   9 0 md0 1 0 5 0 1 0 5 0 0 0 0\n"
-      " 252 0 vda 1 0 10000 0 1 0 20000 0 0 0 0\n",
-      &d));
+  ASSERT_TRUE(
+      ParseDiskStats("   8 0 sda 1 0 10 0 1 0 20 0 0 0 0\n"
+                     "   8 1 sda1 1 0 9 0 1 0 19 0 0 0 0\n"
+                     " 259 0 nvme0n1 1 0 100 0 1 0 200 0 0 0 0\n"
+                     " 259 1 nvme0n1p2 1 0 99 0 1 0 199 0 0 0 0\n"
+                     " 179 0 mmcblk0 1 0 1000 0 1 0 2000 0 0 0 0\n"
+                     " 179 1 mmcblk0p1 1 0 999 0 1 0 1999 0 0 0 0\n"
+                     "   7 0 loop0 1 0 5 0 1 0 5 0 0 0 0\n"
+                     " 253 0 dm-0 1 0 5 0 1 0 5 0 0 0 0\n"
+                     "   9 0 md0 1 0 5 0 1 0 5 0 0 0 0\n"
+                     " 252 0 vda 1 0 10000 0 1 0 20000 0 0 0 0\n",
+                     &d));
   EXPECT_EQ(d.read_bytes, (10u + 100 + 1000 + 10000) * 512);
   EXPECT_EQ(d.write_bytes, (20u + 200 + 2000 + 20000) * 512);
 }
 
 TEST(NetDevTest, SumsAllButLoopback) {
   NetTotals n;
-  ASSERT_TRUE(ParseNetDev(
-      "Inter-|   Receive |  Transmit\n face |bytes packets|bytes packets\n"
-      "    lo:   500 5 0 0 0 0 0 0   500 5 0 0 0 0 0 0\n"
-      "  eth0:1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n"
-      "  ib0: 7 1 0 0 0 0 0 0 9 1 0 0 0 0 0 0\n",
-      &n));
+  ASSERT_TRUE(
+      ParseNetDev("Inter-|   Receive |  Transmit\n face |bytes packets|bytes packets\n"
+                  "    lo:   500 5 0 0 0 0 0 0   500 5 0 0 0 0 0 0\n"
+                  "  eth0:1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n"
+                  "  ib0: 7 1 0 0 0 0 0 0 9 1 0 0 0 0 0 0\n",
+                  &n));
   EXPECT_EQ(n.rx_bytes, 1007u);
   EXPECT_EQ(n.tx_bytes, 2009u);
 }
 
 TEST(PidStatTest, CommWithSpacesAndParentheses) {
   PidStat p;
-  ASSERT_TRUE(ParsePidStat("77 (a) b) (c) R 12 77 77 0 -1 0 0 0 0 0 300 45 9 9 20 0 1 0 5 6 789 "
-                           "0 0\n",
-                           &p));
+  ASSERT_TRUE(
+      ParsePidStat("77 (a) b) (c) R 12 77 77 0 -1 0 0 0 0 0 300 45 9 9 20 0 1 0 5 6 789 "
+                   "0 0\n",
+                   &p));
   EXPECT_EQ(p.pid, 77);
   EXPECT_EQ(p.ppid, 12);
   EXPECT_EQ(p.cpu_ticks, 345u);  // utime + stime, not children's

@@ -49,10 +49,11 @@ TEST(ProfilerConfigTest, KeysMatchIgnoringCaseAndUnderscores) {
 }
 
 TEST(ProfilerConfigTest, IntervalOutOfRangeIsInvalidArgumentNamingTheRange) {
-  for (const char* text : {R"({"ProfilingParameters": {"SystemMonitorIntervalMillis": 50}})",
-                           R"({"ProfilingIntervalInMilliseconds": 120000,
+  for (const char* text :
+       {R"({"ProfilingParameters": {"SystemMonitorIntervalMillis": 50}})",
+        R"({"ProfilingIntervalInMilliseconds": 120000,
                                "ProfilingParameters": {"LocalPath": "/x"}})",
-                           R"({"ProfilingParameters": {"system_monitor_interval_millis": 250.5}})"}) {
+        R"({"ProfilingParameters": {"system_monitor_interval_millis": 250.5}})"}) {
     auto c = ParseProfilerConfig(text, "/cfg.json");
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
@@ -90,9 +91,10 @@ TEST(ProfilerConfigTest, BadSubConfigsDisableOnlyThemselves) {
 }
 
 TEST(ProfilerConfigTest, DisabledForms) {
-  for (const char* text : {R"({"DisableProfiler": true, "ProfilingParameters": {"LocalPath": "/x"}})",
-                           R"({})", R"({"ProfilingParameters": {}})",
-                           R"({"ProfilingParameters": {"ProfilerEnabled": false}})"}) {
+  for (const char* text :
+       {R"({"DisableProfiler": true, "ProfilingParameters": {"LocalPath": "/x"}})", R"({})",
+        R"({"ProfilingParameters": {}})",
+        R"({"ProfilingParameters": {"ProfilerEnabled": false}})"}) {
     auto c = ParseProfilerConfig(text);
     ASSERT_TRUE(c.ok()) << text;
     EXPECT_FALSE(c->enabled) << text;

@@ -8,9 +8,8 @@
 
 #include <chrono>
 #include <map>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "profiler_test_util.h"
 #include "trainscope/metrics_reader.h"
@@ -157,8 +156,7 @@ TEST(SystemSamplerTest, FixtureRatesAreExactlyWhatTheNumbersImply) {
   EXPECT_TRUE(first_recs.count("MemoryUsedPercent|MemoryUsedPercent"));
   EXPECT_FALSE(first_recs.count("cpu0|CPUUtilization"));
   EXPECT_FALSE(first_recs.count("disk|DiskReadBytesPerSecond"));
-  EXPECT_EQ(f.sampler->records_written(),
-            static_cast<int64_t>(first_recs.size() + recs.size()));
+  EXPECT_EQ(f.sampler->records_written(), static_cast<int64_t>(first_recs.size() + recs.size()));
   EXPECT_TRUE(f.reports.empty()) << f.reports[0];
 }
 
@@ -295,8 +293,7 @@ TEST(SystemSamplerTest, WithoutNvmlTheSamplerSaysSoOnceAndGoesOn) {
     EXPECT_THAT((*s)->gpu_status(), HasSubstr("NVML"));
   } else {
     ASSERT_EQ(reports.size(), 1u);
-    EXPECT_EQ(reports[0],
-              "no NVIDIA GPU found (libnvidia-ml.so.1 not loadable): GPU metrics off");
+    EXPECT_EQ(reports[0], "no NVIDIA GPU found (libnvidia-ml.so.1 not loadable): GPU metrics off");
     EXPECT_EQ((*s)->gpu_status(), reports[0]);
     EXPECT_TRUE((*s)->Latest()->gpus.empty());
   }

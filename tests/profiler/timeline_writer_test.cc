@@ -1,22 +1,20 @@
 // TimelineWriter: layout, valid JSON arrays, rotation rules under an injected clock, concurrency,
 // failure, ScopedSpan; files read back with TimelineReader.
-#include "trainscope/timeline.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "trainscope/metrics_reader.h"
+#include "trainscope/timeline.h"
 
 namespace trainscope {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr uint64_t kT0 = 1704110400ull * 1000000;  // 2024-01-01 12:00:00 UTC
 constexpr uint64_t kSec = 1000000;
@@ -181,8 +179,10 @@ TEST(TimelineWriterTest, RotatesWhenAnEventEndsInAnotherUtcHour) {
   ASSERT_TRUE(f.writer->Close().ok());
   auto files = f.writer->finished_files();
   ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0], "framework/pevents/2024010112/1704113999500000_algo-1-77_pythontimeline.json");
-  EXPECT_EQ(files[1], "framework/pevents/2024010113/1704114000700000_algo-1-77_pythontimeline.json");
+  EXPECT_EQ(files[0],
+            "framework/pevents/2024010112/1704113999500000_algo-1-77_pythontimeline.json");
+  EXPECT_EQ(files[1],
+            "framework/pevents/2024010113/1704114000700000_algo-1-77_pythontimeline.json");
   EXPECT_EQ(f.Parse(files[1]).size(), 2u + 2u + 2u);  // origin (2), Forward (2), b and c
 }
 

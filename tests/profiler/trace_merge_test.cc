@@ -7,9 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "profiler_test_util.h"
 #include "trainscope/timeline.h"
@@ -17,8 +16,8 @@
 namespace trainscope {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr int64_t kT0 = 1795301746ll * 1000000;  // data/smdebug_trial/README.md
 
@@ -39,15 +38,16 @@ class MergeTest : public ::testing::Test {
         "{\"rule\":\"CPUBottleneck\",\"timestamp_us\":" + std::to_string(kT0 + 1000000) +
             ",\"step\":3,\"message\":\"CPU bound at step 3\"}\n"
             "{\"message\":\"no time\"}\n");
-    test_util::WriteAll(dir_.path() + "/rule-output/LowGPUUtilization/events.jsonl",
-                        "{\"timestamp\":" + std::to_string(kT0 / 1000000 + 2) +
-                            ".5,\"status\":\"IssuesFound\"}\n");
+    test_util::WriteAll(
+        dir_.path() + "/rule-output/LowGPUUtilization/events.jsonl",
+        "{\"timestamp\":" + std::to_string(kT0 / 1000000 + 2) + ".5,\"status\":\"IssuesFound\"}\n");
   }
   std::string Out() const { return dir_.path() + "/out/merged.json"; }
   json Load() { return json::parse(test_util::ReadAll(Out())); }
 
   test_util::TempDir dir_;
-  const std::string torch_src_ = test_util::ProfilerDataDir() + "/torch_trace/worker0.pt.trace.json";
+  const std::string torch_src_ =
+      test_util::ProfilerDataDir() + "/torch_trace/worker0.pt.trace.json";
 };
 
 TEST_F(MergeTest, EverySourceInOneValidTrace) {
@@ -65,7 +65,7 @@ TEST_F(MergeTest, EverySourceInOneValidTrace) {
     torch_events += ph == "X" || ph == "i" || ph == "s" || ph == "f" || ph == "C";
   }
   EXPECT_EQ(r->detailed_events, torch_events);
-  EXPECT_EQ(r->counter_events, 16);   // the system file's good lines
+  EXPECT_EQ(r->counter_events, 16);  // the system file's good lines
   EXPECT_EQ(r->framework_events, 13);
   EXPECT_EQ(r->rule_events, 2);
   EXPECT_EQ(r->base_time_us, kT0);  // the earliest input (the torch trace is later)
@@ -93,7 +93,8 @@ TEST_F(MergeTest, EverySourceInOneValidTrace) {
       EXPECT_EQ(e["dur"], 7812);
       EXPECT_TRUE(e["args"]["step_num"].is_string());  // types as written
       EXPECT_EQ(e["args"]["pid"], 4242);
-      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 15625.0 * std::stoi(e["args"]["step_num"].get<std::string>()));
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(),
+                       15625.0 * std::stoi(e["args"]["step_num"].get<std::string>()));
       ++steps;
     }
     if (e["ph"] == "C" && e["name"] == "CPUUtilization cpu0") {
@@ -202,7 +203,8 @@ TEST(ValidateTraceEventsTest, OurTimelineFilesPass) {
 TEST(ValidateTraceEventsTest, RejectsEachKindOfMistake) {
   const std::string ok_x = R"({"name":"a","ph":"X","ts":1,"dur":2,"pid":1,"tid":1})";
   ASSERT_TRUE(ValidateTraceEvents("[" + ok_x + "]").ok());
-  ASSERT_TRUE(ValidateTraceEvents(R"({"traceEvents":[)" + ok_x + R"(],"displayTimeUnit":"ns"})").ok());
+  ASSERT_TRUE(
+      ValidateTraceEvents(R"({"traceEvents":[)" + ok_x + R"(],"displayTimeUnit":"ns"})").ok());
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"[1", "not valid JSON"},
       {"7", "neither an array nor an object"},
@@ -246,8 +248,8 @@ TEST(ValidateTraceEventsTest, RejectsEachKindOfMistake) {
                   .ok());
   // A raw torch.profiler trace is not strict (string pids such as "Spans"): it is remapped when
   // merged.
-  std::string torch = test_util::ReadAll(test_util::ProfilerDataDir() +
-                                         "/torch_trace/worker0.pt.trace.json");
+  std::string torch =
+      test_util::ReadAll(test_util::ProfilerDataDir() + "/torch_trace/worker0.pt.trace.json");
   EXPECT_THAT(ValidateTraceEvents(torch).message(), HasSubstr("pid"));
 }
 

@@ -24,7 +24,10 @@ _LAUNCH = (
 
 def env(**extra):
     e = dict(os.environ)
-    paths = [os.path.join(REPO, "python"), FIXTURES, SCRIPTS]
+    # The trainscope the tests import (installed, or python/ of a development build).
+    import trainscope  # noqa: PLC0415
+
+    paths = [os.path.dirname(os.path.dirname(trainscope.__file__)), FIXTURES, SCRIPTS]
     if e.get("PYTHONPATH"):
         paths.append(e["PYTHONPATH"])
     e["PYTHONPATH"] = os.pathsep.join(paths)

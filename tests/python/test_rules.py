@@ -150,8 +150,6 @@ def test_required_tensor_that_was_never_saved_skips_the_step(tmp_path):
     assert rule.calls == 0
 
 
-@pytest.mark.xfail(strict=True, reason="known bug found at integration: the wrapper's condition "
-                   "is met at the right step but last_findings comes back empty; to fix next")
 def test_builtin_rule_wrappers_fire_like_the_cpp_rules(tmp_path):
     import trainscope
     from trainscope.exceptions import RuleEvaluationConditionMet

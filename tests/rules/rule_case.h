@@ -120,10 +120,15 @@ inline Generated Generate(const Json& spec, GenContext& c) {
   // "fixed" (or "frozen_from": k, from the k-th step of the group on): the same values at every
   // step, drawn from a generator seeded by the spec itself, less the keys that only shift the
   // values (so two trials whose specs differ only in add_per_step start from the same values).
+  // "fixed": <number> seeds it with that number (two specs that differ only by modifiers then
+  // share their values).
   Json seed_spec = spec;
   seed_spec.erase("add_per_step");
-  std::mt19937_64 own(std::hash<std::string>{}(seed_spec.dump()));
-  const bool fixed = spec.value("fixed", false) ||
+  const bool numbered = spec.contains("fixed") && spec["fixed"].is_number();
+  std::mt19937_64 own(numbered ? spec["fixed"].get<uint64_t>()
+                               : std::hash<std::string>{}(seed_spec.dump()));
+  const bool fixed = numbered || (spec.contains("fixed") && spec["fixed"].is_boolean() &&
+                                  spec["fixed"].get<bool>()) ||
                      (spec.contains("frozen_from") && c.k >= spec["frozen_from"].get<int64_t>());
   std::mt19937_64* rng = fixed ? &own : c.rng;
   auto normal = [&](double m, double s) {
@@ -389,6 +394,7 @@ inline std::unique_ptr<TrialWriter> OpenWriter(const std::string& dir) {
 inline TrialOptions FastTrialOptions() {
   TrialOptions o;
   o.end_delay = std::chrono::milliseconds(0);
+  o.refresh_interval = std::chrono::hours(1);  // the runner refreshes explicitly
   return o;
 }
 

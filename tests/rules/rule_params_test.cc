@@ -241,8 +241,10 @@ TEST(RuleCollections, MergeTakesTheUnion) {
   ASSERT_EQ(json.size(), 1u);
   EXPECT_EQ(json[0]["CollectionName"], "gradients");
   EXPECT_EQ(json[0]["CollectionParameters"]["save_interval"], "5");
-  // a has no end step, so the merged range has none either (the widest range wins).
-  EXPECT_FALSE(json[0]["CollectionParameters"].contains("end_step"));
+  EXPECT_FALSE(json[0]["CollectionParameters"].contains("end_step"));  // a has none
+  auto only_b = nlohmann::json::parse(CollectionRequestsToHookJson({b}));
+  EXPECT_EQ(only_b[0]["CollectionParameters"]["end_step"], "10");
+  EXPECT_EQ(only_b[0]["CollectionParameters"]["include_regex"], "^gradient/fc");
   EXPECT_EQ(json[0]["CollectionParameters"]["reductions"], "abs_mean,max");
   EXPECT_EQ(json[0]["CollectionParameters"]["save_raw_tensor"], "false");
 }

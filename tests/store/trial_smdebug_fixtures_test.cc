@@ -4,6 +4,8 @@
 // decode or decodes wrongly, raw values hidden by save_shape).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <complex>
 #include <cstdlib>
@@ -154,9 +156,12 @@ TEST_P(SmdebugFixtureTest, TrialAnswersAsSmdebug) {
   EXPECT_EQ(t.num_workers(), e.at("num_workers").get<int>());
   EXPECT_EQ(t.loaded_all_steps(), e.at("loaded_all_steps").get<bool>());
   EXPECT_EQ(t.last_complete_step(), e.at("last_complete_step").get<int64_t>());
-  json modes = json::array();
-  for (Mode m : t.Modes()) modes.push_back(ModeName(m));
-  EXPECT_EQ(modes, e.at("modes"));
+  // modes() is a set: compare without order.
+  std::vector<std::string> modes, want_modes = e.at("modes").get<std::vector<std::string>>();
+  for (Mode m : t.Modes()) modes.emplace_back(ModeName(m));
+  std::sort(modes.begin(), modes.end());
+  std::sort(want_modes.begin(), want_modes.end());
+  EXPECT_EQ(modes, want_modes);
   for (const auto& [step, mm] : e.at("mode_of_step").items()) {
     auto m = t.ModeOf(std::stoll(step));
     auto ms = t.ModeStep(std::stoll(step));
@@ -288,6 +293,11 @@ TEST_P(SmdebugFixtureTest, TensorsAnswerAsSmdebugOrAsWritten) {
             auto g = t.Value(name, mv.at("global_step").get<int64_t>());
             ASSERT_TRUE(v.ok() && g.ok()) << wh << ": " << v.status().ToString();
             EXPECT_EQ(ToJson(*v).dump(), ToJson(*g).dump()) << wh;
+          } else if (mv.contains("error") && expected_.contains("written") &&
+                     expected_.at("written").contains(name) &&
+                     mv.at("error") == "TensorUnavailableForStep") {
+            // smdebug could not read a value that was written (its save_shape bug): we can.
+            EXPECT_TRUE(v.ok()) << wh << ": " << v.status().ToString();
           } else if (mv.contains("error") && IsReproducedError(mv.at("error"))) {
             EXPECT_EQ(ErrorName(v.status()), mv.at("error")) << wh;
           }

@@ -68,6 +68,7 @@ class _BuiltinRule(Rule):
         return self._handle.required_collections()
 
     def _take(self, result, step):
+        """(condition_met, end_of_rule, findings) of a C++ verdict; raises for errors."""
         code, message, met, end_of_rule, findings = result
         if code in ("NotFound",):
             raise TensorUnavailableForStep(message, step, ModeKeys.GLOBAL)
@@ -75,21 +76,22 @@ class _BuiltinRule(Rule):
             raise StepUnavailable(step, ModeKeys.GLOBAL)
         if code != "OK":
             raise SMDebugRuntimeError(f"rule {self.rule_name} at step {step}: {code}: {message}")
-        findings = [json.loads(f) for f in findings]
+        return met, end_of_rule, [json.loads(f) for f in findings]
+
+    def _record(self, findings):
         self.last_findings = findings
         self.findings.extend(findings)
         del self.findings[:-_MAX_FINDINGS]
-        return met, end_of_rule
 
     def invoke_at_step(self, step):
-        met, end_of_rule = self._take(self._handle.invoke_at_step(step), step)
+        met, end_of_rule, findings = self._take(self._handle.invoke_at_step(step), step)
         self._last_step = step
-        tick_met, _ = self._take(self._handle.tick(time.time_ns() // 1000), step)
-        met = met or tick_met
+        tick_met, _, tick_findings = self._take(self._handle.tick(time.time_ns() // 1000), step)
+        self._record(findings + tick_findings)
         if end_of_rule:
             self._finished = True
             raise RuleEvaluationConditionMet(self.rule_name, step, end_of_rule=True)
-        return met
+        return met or tick_met
 
     def invoke(self, step):
         if self._finished:
@@ -101,7 +103,9 @@ class _BuiltinRule(Rule):
             # a run without evaluation) get their final say, then the loop ends as smdebug's does.
             if not self._finished:
                 self._finished = True
-                met, _ = self._take(self._handle.finish(self._last_step), self._last_step)
+                met, _, findings = self._take(self._handle.finish(self._last_step),
+                                              self._last_step)
+                self._record(findings)
                 if met:
                     raise RuleEvaluationConditionMet(self.rule_name, self._last_step,
                                                      end_of_rule=True) from None
