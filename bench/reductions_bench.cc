@@ -2,6 +2,7 @@
 // limits they chase: a plain read of the same bytes (memory-read bandwidth) and memcpy.
 //   fast/<n>      ComputeStats with what "min, max, mean, abs_mean, l2" need (the AVX2 kernel)
 //   fast_std/<n>  the same plus std/variance (second, cache-resident pass per block)
+//   fast_all/<n>  every statistic but products (zero counts and |x| extremes too)
 //   portable/<n>  the portable loop (every statistic, products included)
 // Sizes: 64 K floats (in cache) and 2.63 M floats (bench/overhead.py's MLP, out of cache).
 // Goal (issue: capture): reductions every step add at most 3 % to a training step; the kernel
@@ -38,8 +39,9 @@ void Run(benchmark::State& state, trainscope::StatsNeeds needs, bool portable) {
   state.SetBytesProcessed(state.iterations() * state.range(0) * 4);
 }
 
-void BM_Fast(benchmark::State& s) { Run(s, {false, false, false}, false); }
-void BM_FastStd(benchmark::State& s) { Run(s, {true, true, false}, false); }
+void BM_Fast(benchmark::State& s) { Run(s, {false, false, false, false, false}, false); }
+void BM_FastStd(benchmark::State& s) { Run(s, {true, true, false, false, false}, false); }
+void BM_FastAll(benchmark::State& s) { Run(s, {true, true, false, true, true}, false); }
 void BM_Portable(benchmark::State& s) { Run(s, trainscope::StatsNeeds::All(), true); }
 
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -70,6 +72,7 @@ void BM_Memcpy(benchmark::State& state) {
 #define SIZES ->Arg(64 << 10)->Arg(2630000)
 BENCHMARK(BM_Fast) SIZES;
 BENCHMARK(BM_FastStd) SIZES;
+BENCHMARK(BM_FastAll) SIZES;
 BENCHMARK(BM_Portable) SIZES;
 BENCHMARK(BM_ReadBandwidth) SIZES;
 BENCHMARK(BM_Memcpy) SIZES;

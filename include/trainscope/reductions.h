@@ -79,14 +79,17 @@ struct TensorStats {
   double Value(Reduction r) const;
 };
 
-// Which optional parts of TensorStats a caller reads. The counts, min/max (plain and abs), sum,
-// abs_sum, sum_sq and mean/abs_mean are always computed (they cost one read of the tensor);
-// m2 (std, variance), abs_m2 (abs std/variance) and the products cost extra work and are left at
-// 0 / 1 when not asked for.
+// Which optional parts of TensorStats a caller reads. count, nan_count, inf_count, min, max,
+// sum, abs_sum, sum_sq, mean and abs_mean are always computed (one read of the tensor); the
+// others cost extra work and may be left at 0 (1 for products) when not asked for: m2 (std,
+// variance), abs_m2 (abs std/variance), the products, zero_count (zero_fraction), and
+// abs_min/abs_max.
 struct StatsNeeds {
   bool m2 = true;
   bool abs_m2 = true;
   bool prod = true;
+  bool zeros = true;
+  bool abs_extremes = true;
   static StatsNeeds All() { return {}; }
   // Exactly what `reductions` read (TensorStats::Value).
   static StatsNeeds For(const std::vector<Reduction>& reductions);

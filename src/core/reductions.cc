@@ -181,9 +181,12 @@ __attribute__((target("avx2,fma"))) inline double HExtreme(__m256 v) {
 }
 
 // Contiguous float32 with AVX2: 8 floats per iteration, converted to double (two 4-lane halves)
-// for the sums, compared as floats for min/max (exact: the conversion is monotonic) and counts.
+// for the sums, compared as floats for min/max (exact: the conversion is monotonic).
 // min_ps(x, acc) keeps acc when x is NaN; a NaN anywhere makes min/max NaN in Value() anyway.
-// Products are never computed here (ComputeStats takes the portable loop when they are needed).
+// NaN and inf are counted only in a block whose sum is not finite (a finite sum has neither);
+// zeros and |x| extremes only when asked for (kZeros, kAbsExt). Products are never computed here
+// (ComputeStats takes the portable loop when they are needed).
+template <bool kZeros, bool kAbsExt>
 __attribute__((target("avx2,fma"))) void AccumulateF32Avx2(const float* data, size_t n,
                                                            bool deviations, TensorStats* s) {
   const __m256d dabs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
@@ -197,7 +200,7 @@ __attribute__((target("avx2,fma"))) void AccumulateF32Avx2(const float* data, si
             sq1 = sum0;
     __m256 mn = finf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), amn = finf,
            amx = mx;
-    __m256i cnan = _mm256_setzero_si256(), cinf = cnan, czero = cnan;
+    __m256i czero = _mm256_setzero_si256();
     size_t i = 0;
     for (; i + 8 <= m; i += 8) {
       const __m256 x = _mm256_loadu_ps(p + i);
@@ -209,29 +212,37 @@ __attribute__((target("avx2,fma"))) void AccumulateF32Avx2(const float* data, si
       as1 = _mm256_add_pd(as1, _mm256_and_pd(hi, dabs));
       sq0 = _mm256_fmadd_pd(lo, lo, sq0);
       sq1 = _mm256_fmadd_pd(hi, hi, sq1);
-      const __m256 ax = _mm256_and_ps(x, fabs);
       mn = _mm256_min_ps(x, mn);
       mx = _mm256_max_ps(x, mx);
-      amn = _mm256_min_ps(ax, amn);
-      amx = _mm256_max_ps(ax, amx);
-      cnan = _mm256_sub_epi32(cnan, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
-      cinf = _mm256_sub_epi32(cinf, _mm256_castps_si256(_mm256_cmp_ps(ax, finf, _CMP_EQ_OQ)));
-      czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x, fzero, _CMP_EQ_OQ)));
+      if constexpr (kAbsExt) {
+        const __m256 ax = _mm256_and_ps(x, fabs);
+        amn = _mm256_min_ps(ax, amn);
+        amx = _mm256_max_ps(ax, amx);
+      }
+      if constexpr (kZeros) {
+        czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x, fzero, _CMP_EQ_OQ)));
+      }
     }
     Block b;
     b.sum = HSum(_mm256_add_pd(sum0, sum1));
     b.asum = HSum(_mm256_add_pd(as0, as1));
     b.sq = HSum(_mm256_add_pd(sq0, sq1));
-    b.nan = HSumI32(cnan);
-    b.inf = HSumI32(cinf);
-    b.zero = HSumI32(czero);
     if (i > 0) {
       b.min = HExtreme<false>(mn);
       b.max = HExtreme<true>(mx);
-      b.amin = HExtreme<false>(amn);
-      b.amax = HExtreme<true>(amx);
+      if constexpr (kAbsExt) {
+        b.amin = HExtreme<false>(amn);
+        b.amax = HExtreme<true>(amx);
+      }
+      if constexpr (kZeros) b.zero = HSumI32(czero);
+      if (!std::isfinite(b.asum)) {  // a NaN or an inf in the vector part: count them
+        for (size_t j = 0; j < i; ++j) {
+          b.nan += std::isnan(p[j]);
+          b.inf += std::isinf(p[j]);
+        }
+      }
     }
-    AddScalar(p, i, m, &b);
+    AddScalar(p, i, m, &b);  // the tail: every statistic
     if (deviations) {
       const double bmean = b.sum / static_cast<double>(m);
       const double bamean = b.asum / static_cast<double>(m);
@@ -366,10 +377,12 @@ double TensorStats::Value(Reduction r) const {
 }
 
 StatsNeeds StatsNeeds::For(const std::vector<Reduction>& reductions) {
-  StatsNeeds n{false, false, false};
+  StatsNeeds n{false, false, false, false, false};
   for (const Reduction& r : reductions) {
     if (r.op == ReductionOp::kStd || r.op == ReductionOp::kVariance) (r.abs ? n.abs_m2 : n.m2) = true;
     if (r.op == ReductionOp::kProd) n.prod = true;
+    if (r.op == ReductionOp::kZeroFraction) n.zeros = true;
+    if (r.abs && (r.op == ReductionOp::kMin || r.op == ReductionOp::kMax)) n.abs_extremes = true;
   }
   return n;
 }
@@ -394,7 +407,17 @@ Result<TensorStats> Compute(const TensorView& v, StatsNeeds needs, bool portable
     }
 #if defined(__x86_64__)
     if (!portable && v.dtype == DType::kF32 && !needs.prod && HasAvx2Fma()) {
-      AccumulateF32Avx2(static_cast<const float*>(data), n, needs.m2 || needs.abs_m2, &s);
+      const auto* f = static_cast<const float*>(data);
+      const bool dev = needs.m2 || needs.abs_m2;
+      if (needs.zeros && needs.abs_extremes) {
+        AccumulateF32Avx2<true, true>(f, n, dev, &s);
+      } else if (needs.zeros) {
+        AccumulateF32Avx2<true, false>(f, n, dev, &s);
+      } else if (needs.abs_extremes) {
+        AccumulateF32Avx2<false, true>(f, n, dev, &s);
+      } else {
+        AccumulateF32Avx2<false, false>(f, n, dev, &s);
+      }
       s.prod = s.abs_prod = 1;  // not asked for
       return s;
     }
