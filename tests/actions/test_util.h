@@ -37,14 +37,16 @@ class TempDir {
 };
 
 // The Python that runs the test servers: $TRAINSCOPE_PYTHON, else the active virtual
-// environment's, else the development environment /tmp/tv, else python3 on PATH.
+// environment's, else the checkout's .venv (scripts/setup.sh), else python3 on PATH.
 inline std::string TestPython() {
   if (const char* p = std::getenv("TRAINSCOPE_PYTHON"); p != nullptr && p[0] != '\0') return p;
   if (const char* v = std::getenv("VIRTUAL_ENV"); v != nullptr && v[0] != '\0') {
     std::string py = std::string(v) + "/bin/python";
     if (::access(py.c_str(), X_OK) == 0) return py;
   }
-  if (::access("/tmp/tv/bin/python", X_OK) == 0) return "/tmp/tv/bin/python";
+  std::string here = __FILE__;  // <repo>/tests/actions/test_util.h (CMake: absolute paths)
+  for (int up = 0; up < 3; ++up) here = here.substr(0, here.rfind('/'));
+  if (std::string py = here + "/.venv/bin/python"; ::access(py.c_str(), X_OK) == 0) return py;
   return "python3";
 }
 
