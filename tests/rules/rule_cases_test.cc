@@ -21,6 +21,9 @@ struct CaseFile {
   fs::path path;
 };
 
+// gtest prints a parameter with PrintTo (else as raw bytes in ctest's listing).
+void PrintTo(const CaseFile& c, std::ostream* os) { *os << c.rule << "/" << c.path.filename().string(); }
+
 std::vector<CaseFile> ListCases() {
   std::vector<CaseFile> out;
   std::error_code ec;
