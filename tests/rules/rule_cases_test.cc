@@ -22,7 +22,9 @@ struct CaseFile {
 };
 
 // gtest prints a parameter with PrintTo (else as raw bytes in ctest's listing).
-void PrintTo(const CaseFile& c, std::ostream* os) { *os << c.rule << "/" << c.path.filename().string(); }
+void PrintTo(const CaseFile& c, std::ostream* os) {
+  *os << c.rule << "/" << c.path.filename().string();
+}
 
 std::vector<CaseFile> ListCases() {
   std::vector<CaseFile> out;
