@@ -1,6 +1,7 @@
 // Overtraining (docs/rules/Overtraining.md): the training loss (mean over windows of 10 saved
 // steps) made no new best by more than delta (relative) for patience_train windows, or the
-// validation loss (mean per evaluation pass) none for patience_validation passes.
+// validation loss (mean per evaluation pass) none for patience_validation passes. A training
+// plateau is not reported while the latest evaluation pass of the same loss made a new best.
 #include <map>
 
 #include "rules/loss_util.h"
@@ -45,7 +46,7 @@ class Overtraining : public BuiltinRule {
     if (mode == Mode::kPredict) return v;
     if (mode != Mode::kEval) {
       for (auto& [name, s] : series_) {
-        if (s.val.count > 0) Observe(name, s.val, /*train=*/false, step, &v);
+        if (s.val.count > 0) Observe(name, s, /*train=*/false, step, &v);
       }
     }
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
@@ -59,7 +60,7 @@ class Overtraining : public BuiltinRule {
         ++s.val.count;
       } else {
         s.train.sum += *value;
-        if (++s.train.count == kTrainWindow) Observe(name, s.train, /*train=*/true, step, &v);
+        if (++s.train.count == kTrainWindow) Observe(name, s, /*train=*/true, step, &v);
       }
     }
     return v;
@@ -68,7 +69,7 @@ class Overtraining : public BuiltinRule {
   Result<Verdict> Finish(int64_t last_step) override {
     Verdict v;
     for (auto& [name, s] : series_) {
-      if (s.val.count > 0) Observe(name, s.val, /*train=*/false, last_step, &v);
+      if (s.val.count > 0) Observe(name, s, /*train=*/false, last_step, &v);
     }
     return v;
   }
@@ -91,12 +92,14 @@ class Overtraining : public BuiltinRule {
     bool has_best = false;
     double best = 0;
     int64_t since_best = 0;  // windows or passes without a new best
+    bool last_was_best = false;
   };
   struct Pair {
     Track train, val;
   };
 
-  void Observe(const std::string& name, Track& t, bool train, int64_t step, Verdict* v) {
+  void Observe(const std::string& name, Pair& p, bool train, int64_t step, Verdict* v) {
+    Track& t = train ? p.train : p.val;
     const double mean = t.sum / static_cast<double>(t.count);
     t.sum = 0;
     t.count = 0;
@@ -104,11 +107,17 @@ class Overtraining : public BuiltinRule {
       t.best = mean;
       t.has_best = true;
       t.since_best = 0;
+      t.last_was_best = true;
       return;
     }
+    t.last_was_best = false;
     ++t.since_best;
     const int64_t patience = train ? patience_train_ : patience_val_;
     if (t.since_best < patience) return;
+    // The validation loss is the judge of overtraining: while its latest pass was a new best,
+    // more training is still helping, and a training-loss plateau is the learning rate decaying
+    // (a schedule's end), not overtraining. Reported after the next pass without a new best.
+    if (train && p.val.has_best && p.val.last_was_best) return;
     RuleFinding f = NewFinding(step);
     f.tensor = name;
     f.value = static_cast<double>(t.since_best);

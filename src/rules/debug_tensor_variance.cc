@@ -1,5 +1,9 @@
 // TensorVariance (docs/rules/TensorVariance.md): a tensor's variance above max_threshold or
-// below min_threshold.
+// below min_threshold; a tensor saved first as a constant (variance exactly 0: BatchNorm's and
+// LayerNorm's scale initialised to ones, zero-initialised biases) is judged against
+// min_threshold only once its variance has reached it.
+#include <set>
+
 #include "rules/builtin.h"
 
 namespace trainscope::rules_internal {
@@ -45,8 +49,14 @@ class TensorVariance : public BuiltinRule {
         return var.status();
       }
       if (std::isnan(*var)) continue;
+      // A constant initialisation has no spread to collapse: wait until it has spread out.
+      if (!seen_.count(name) && seen_.size() < kMaxTensors) {
+        seen_.insert(name);
+        if (*var == 0) constant_init_.insert(name);
+      }
+      if (constant_init_.count(name) && min_ && *var >= *min_) constant_init_.erase(name);
       const bool high = max_ && *var > *max_;
-      const bool low = min_ && *var < *min_;
+      const bool low = min_ && *var < *min_ && !constant_init_.count(name);
       if (!high && !low) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
@@ -68,6 +78,13 @@ class TensorVariance : public BuiltinRule {
     return v;
   }
 
+  size_t StateBytes() const override {
+    size_t b = 0;
+    for (const auto& n : seen_) b += n.capacity() + 48;
+    for (const auto& n : constant_init_) b += n.capacity() + 48;
+    return b;
+  }
+
   std::vector<CollectionRequest> RequiredCollections() const override {
     std::vector<CollectionRequest> out;
     auto add = [&](const std::string& name, std::vector<std::string> regex) {
@@ -85,8 +102,11 @@ class TensorVariance : public BuiltinRule {
   }
 
  private:
+  static constexpr size_t kMaxTensors = 100000;
   std::optional<double> max_, min_;
   TensorSelection selection_;
+  std::set<std::string> seen_;           // tensors whose first saved variance is known
+  std::set<std::string> constant_init_;  // first saved constant, variance not yet >= min
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // UnchangedTensor (docs/rules/UnchangedTensor.md): a tensor allclose to itself over its last
-// num_steps saved steps.
+// num_steps saved training steps (TRAIN or GLOBAL; the model does not change in EVAL/PREDICT).
 #include <map>
 
 #include "rules/builtin.h"
@@ -34,8 +34,12 @@ class UnchangedTensor : public BuiltinRule {
   }
 
   Result<Verdict> InvokeAtStep(int64_t step) override {
-    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     Verdict v;
+    // Parameters do not change during an evaluation or prediction pass (no optimizer step), so
+    // comparing there would report every pass of >= num_steps saved steps.
+    const Mode mode = data().StepMode(step).first;
+    if (mode == Mode::kEval || mode == Mode::kPredict) return v;
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     for (const auto& name : names) {
       auto cur = data().Value(name, step);
       if (!cur.ok()) {
@@ -60,9 +64,9 @@ class UnchangedTensor : public BuiltinRule {
       f.tensor = name;
       f.value = diff;
       f.threshold = atol_;
-      f.condition = "allclose over the last num_steps saved steps";
+      f.condition = "allclose over the last num_steps saved training steps";
       f.explanation = name + " has not changed over its last " + std::to_string(t.streak) +
-                      " saved steps (" + std::to_string(t.anchor_step) + " to " +
+                      " saved training steps (" + std::to_string(t.anchor_step) + " to " +
                       std::to_string(step) + ", largest difference " + Num(diff) + ")";
       f.recommendation =
           "a tensor that never changes is not being trained: check that its parameters are in "

@@ -31,7 +31,7 @@ def make_hook(out_dir):
     return ts.Hook(
         out_dir=out_dir,
         save_config=ts.SaveConfig(save_interval=1),
-        include_collections=["labels", "predictions", "losses"],
+        include_collections=["losses"],
     )
 
 

@@ -45,8 +45,7 @@ def make_hook(out_dir):
     hook = ts.Hook(
         out_dir=out_dir,
         save_config=ts.SaveConfig(save_interval=2),
-        include_collections=["weights", "biases", "gradients", "losses", "input_image",
-                             "labels", "predictions"],
+        include_collections=["weights", "biases", "gradients", "losses", "input_image"],
     )
     hook.get_collection("input_image").include("Sequential_input_0")
     return hook
@@ -91,8 +90,8 @@ def main():
             loss = criterion(logits, yb)
             loss.backward()
             optimizer.step()
-            hook.save_tensor("labels", yb, "labels")
-            hook.save_tensor("predictions", logits, "predictions")
+            hook.save_tensor("labels", yb)
+            hook.save_tensor("predictions", logits)
         print(f"epoch {epoch + 1} loss {loss.item():.4f}")
 
     hook.set_mode(ts.modes.EVAL)
@@ -102,8 +101,8 @@ def main():
         for xb, yb in val_loader:
             logits = model(xb)
             total += criterion(logits, yb).item() * len(yb)
-            hook.save_tensor("labels", yb, "labels")
-            hook.save_tensor("predictions", logits, "predictions")
+            hook.save_tensor("labels", yb)
+            hook.save_tensor("predictions", logits)
             right += (logits.argmax(1) == yb).sum().item()
             n += len(yb)
     print(f"validation loss {total / n:.4f} accuracy {right / n:.4f}")

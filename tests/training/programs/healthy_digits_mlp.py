@@ -46,8 +46,7 @@ def make_hook(out_dir):
     hook = ts.Hook(
         out_dir=out_dir,
         save_config=ts.SaveConfig(save_interval=1),
-        include_collections=["weights", "biases", "gradients", "losses", "relu_output",
-                             "labels", "predictions"],
+        include_collections=["weights", "biases", "gradients", "losses", "relu_output"],
     )
     hook.get_collection("relu_output").include("relu_output")
     return hook
@@ -91,8 +90,8 @@ def main():
             loss = criterion(logits, yb)
             loss.backward()
             optimizer.step()
-            hook.save_tensor("labels", yb, "labels")
-            hook.save_tensor("predictions", logits.argmax(1), "predictions")
+            hook.save_tensor("labels", yb)
+            hook.save_tensor("predictions", logits.argmax(1))
         print(f"epoch {epoch + 1} loss {loss.item():.4f}")
 
     hook.set_mode(ts.modes.EVAL)
@@ -102,8 +101,8 @@ def main():
         for xb, yb in val_loader:
             logits = model(xb)
             total += criterion(logits, yb).item() * len(yb)
-            hook.save_tensor("labels", yb, "labels")
-            hook.save_tensor("predictions", logits, "predictions")
+            hook.save_tensor("labels", yb)
+            hook.save_tensor("predictions", logits)
             right += (logits.argmax(1) == yb).sum().item()
             n += len(yb)
     print(f"validation loss {total / n:.4f} accuracy {right / n:.4f}")

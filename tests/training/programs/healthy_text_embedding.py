@@ -78,8 +78,7 @@ def make_hook(out_dir):
     hook = ts.Hook(
         out_dir=out_dir,
         save_config=ts.SaveConfig(save_interval=1),
-        include_collections=["weights", "gradients", "losses", "input_sequence", "relu_output",
-                             "labels", "predictions"],
+        include_collections=["weights", "gradients", "losses", "input_sequence", "relu_output"],
     )
     hook.get_collection("input_sequence").include("embed_input_0")
     hook.get_collection("relu_output").include("relu_output")
@@ -115,8 +114,8 @@ def main():
             loss = criterion(logits, labels)
             loss.backward()
             optimizer.step()
-            hook.save_tensor("labels", labels, "labels")
-            hook.save_tensor("predictions", logits, "predictions")
+            hook.save_tensor("labels", labels)
+            hook.save_tensor("predictions", logits)
         print(f"epoch {epoch + 1} loss {loss.item():.4f}")
 
     hook.set_mode(ts.modes.EVAL)
@@ -126,8 +125,8 @@ def main():
         for ids, labels in val_loader:
             logits = model(ids)
             total += criterion(logits, labels).item() * len(labels)
-            hook.save_tensor("labels", labels, "labels")
-            hook.save_tensor("predictions", logits, "predictions")
+            hook.save_tensor("labels", labels)
+            hook.save_tensor("predictions", logits)
             right += (logits.argmax(1) == labels).sum().item()
             n += len(labels)
     print(f"validation loss {total / n:.4f} accuracy {right / n:.4f}")
