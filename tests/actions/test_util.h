@@ -44,18 +44,16 @@ inline std::string TestPython() {
     std::string py = std::string(v) + "/bin/python";
     if (::access(py.c_str(), X_OK) == 0) return py;
   }
-  std::string here = __FILE__;  // <repo>/tests/actions/test_util.h (CMake: absolute paths)
-  for (int up = 0; up < 3; ++up) here = here.substr(0, here.rfind('/'));
-  if (std::string py = here + "/.venv/bin/python"; ::access(py.c_str(), X_OK) == 0) return py;
+  if (std::string py = std::string(TRAINSCOPE_SOURCE_DIR) + "/.venv/bin/python";
+      ::access(py.c_str(), X_OK) == 0) {
+    return py;
+  }
   return "python3";
 }
 
-// tests/actions/test_servers.py, beside this header (CMake compiles with absolute paths).
+// tests/actions/test_servers.py, beside this header.
 inline std::string TestServersScript() {
-  std::string here = __FILE__;
-  size_t slash = here.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) +
-         "/test_servers.py";
+  return std::string(TRAINSCOPE_SOURCE_DIR) + "/tests/actions/test_servers.py";
 }
 
 // A child process whose stdout is read line by line. Killed (SIGKILL) and reaped on destruction.

@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path CasesDir() { return fs::path(__FILE__).parent_path() / "cases"; }
+fs::path CasesDir() { return fs::path(TRAINSCOPE_SOURCE_DIR) / "tests" / "rules" / "cases"; }
 
 struct CaseFile {
   std::string rule;
