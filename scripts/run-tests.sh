@@ -60,6 +60,7 @@ if [[ "${TRAINSCOPE_SANITIZERS:-0}" == 1 ]]; then
 fi
 if [[ -d tests/python ]]; then
   suite "Python tests" "$PY" -m pytest -q tests/python -p no:cacheprovider
+  suite "Python training programs" "$PY" -m pytest -q tests/training -p no:cacheprovider
 fi
 printf '\n== tests: %d suite(s) ok, %d suite(s) failing %s\n' "$passed" "$failed" \
   "${failures[*]:+(${failures[*]})}"

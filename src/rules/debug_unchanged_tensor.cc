@@ -1,5 +1,6 @@
 // UnchangedTensor (docs/rules/UnchangedTensor.md): a tensor allclose to itself over its last
-// num_steps saved training steps (TRAIN or GLOBAL; the model does not change in EVAL/PREDICT).
+// num_steps saved training steps (TRAIN or GLOBAL; the model does not change in EVAL/PREDICT);
+// exactly equal once it has been seen to change beyond the tolerances.
 #include <map>
 
 #include "rules/builtin.h"
@@ -49,21 +50,28 @@ class UnchangedTensor : public BuiltinRule {
       if (!IsNumeric(cur->dtype)) continue;
       auto it = tracks_.find(name);
       if (it == tracks_.end()) {
-        if (tracks_.size() < kMaxTensors) tracks_[name] = Track{step, 1};
+        if (tracks_.size() < kMaxTensors) tracks_[name] = Track{step, 1, false};
         continue;
       }
       Track& t = it->second;
       auto anchor = data().Value(name, t.anchor_step);
       double diff = 0;
-      if (!anchor.ok() || !AllClose(*cur, *anchor, rtol_, atol_, equal_nan_, &diff)) {
-        t = Track{step, 1};
+      // A tensor seen to change beyond the tolerances is being trained: it counts as unchanged
+      // only when it is exactly the same (a learning rate annealed to ~0 moves it by less than
+      // rtol, a bug that stops its training leaves it bit for bit as it was).
+      const double rtol = t.changed ? 0.0 : rtol_;
+      const double atol = t.changed ? 0.0 : atol_;
+      if (!anchor.ok() || !AllClose(*cur, *anchor, rtol, atol, equal_nan_, &diff)) {
+        const bool changed =
+            t.changed || (anchor.ok() && !AllClose(*cur, *anchor, rtol_, atol_, equal_nan_, &diff));
+        t = Track{step, 1, changed};
         continue;
       }
       if (++t.streak < num_steps_) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
       f.value = diff;
-      f.threshold = atol_;
+      f.threshold = t.changed ? 0.0 : atol_;
       f.condition = "allclose over the last num_steps saved training steps";
       f.explanation = name + " has not changed over its last " + std::to_string(t.streak) +
                       " saved training steps (" + std::to_string(t.anchor_step) + " to " +
@@ -74,7 +82,7 @@ class UnchangedTensor : public BuiltinRule {
           "learning rate is not 0, and that no dead ReLU or detach() blocks its gradient; for "
           "inputs, check that the data loader yields new batches";
       v.Add(std::move(f));
-      t = Track{step, 1};  // report again after another num_steps unchanged steps
+      t = Track{step, 1, t.changed};  // report again after another num_steps unchanged steps
     }
     return v;
   }
@@ -103,6 +111,7 @@ class UnchangedTensor : public BuiltinRule {
   struct Track {
     int64_t anchor_step;
     int64_t streak;
+    bool changed;  // it changed beyond rtol/atol between two saved training steps
   };
   int64_t num_steps_;
   double rtol_, atol_;

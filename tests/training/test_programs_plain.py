@@ -64,8 +64,9 @@ def check_exploding_lr_nan(r, s):
 def check_loss_not_decreasing_zero_grad_order(r, s):
     assert max(s["update_ratio_max"].values()) == 0.0  # nothing is ever updated
     w = _window_means(_train_losses(r))
-    drops = [(a - b) / a * 100 for a, b in zip(w, w[1:])]
-    assert min(drops[:3]) < 0.1, drops  # a window by step 39 does not drop by 0.1 %
+    # a window by step 79 is not 0.1 % lower than each of the 3 windows before it
+    drops = [(max(w[k - 3:k]) - w[k]) / max(w[k - 3:k]) * 100 for k in range(3, len(w))]
+    assert min(drops[:5]) < 0.1, drops
 
 
 def check_overfit_tiny_train_set(r, s):

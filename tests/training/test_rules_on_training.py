@@ -169,8 +169,11 @@ def _evaluate(rule, trial_path, params, stop):
 
 
 def _program_env():
+    # The programs import the trainscope this test imports: the installed package (CI), or python/
+    # of a development build.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.join(REPO, "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        [os.path.dirname(os.path.dirname(trainscope.__file__))]
+        + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.pop("TRAINSCOPE_CONFIG", None)
     env.pop("SMDEBUG_CONFIG_FILE_PATH", None)
     env["PYTHONFAULTHANDLER"] = "1"  # a hung program prints its stacks when sent SIGABRT

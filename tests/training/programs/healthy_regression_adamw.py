@@ -12,8 +12,13 @@ Measured with plain PyTorch (tests/training/plain_measure.py, 4 epochs = 252 ste
 validation MSE after each epoch 0.167, 0.101, 0.074, 0.065 (noise floor about 0.05), training
 loss of the preceding epoch 0.575, 0.119, 0.084, 0.065 ((val - train) / train: -0.71, -0.15,
 -0.12, +0.01); smallest mean |gradient| 4.2e-4. The batch MSE is noisy: 8 of the 24 windows of
-10 steps have a higher mean than the window before (up to +16.9 %), see the manifest's known
-false alarms.
+10 steps have a higher mean than the window before (up to +16.9 %), and the one-cycle schedule
+anneals the learning rate to max_lr / 25 / 1e4 over the last steps, so the training loss is flat
+for its last ~60 steps, and the output layer's bias moved by less than numpy.allclose's rtol
+(1e-5) over the last 3 training steps (largest difference 4.5e-7, seen with trainscope).
+LossNotDecreasing, Overtraining and UnchangedTensor were defined to stay quiet on this (see their
+pages in docs/rules: 3-window comparison, validation loss still improving, exact equality for
+trained tensors).
 """
 
 import argparse

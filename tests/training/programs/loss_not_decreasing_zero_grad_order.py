@@ -11,13 +11,13 @@ so every step applies a zero gradient: RMSprop leaves the weights where they are
 just fluctuates around its initial value (about ln 10 = 2.30) with the batches.
 
 Expected rule: LossNotDecreasing (defaults: num_steps=10, diff_percent=0.1: the mean loss of a
-window of 10 training steps did not drop by 0.1 % against the window before), by step 39 at the
-latest (windows end at steps 9, 19, 29, 39; the first comparison is at step 19).
+window of 10 training steps is not 0.1 % lower than each of the 3 windows before it), by step 39
+at the latest (windows end at steps 9, 19, 29, 39; the first judgement is at step 39).
 
 Measured with plain PyTorch (tests/training/plain_measure.py, 80 steps): every update ratio
 ||w - w_prev|| / ||w_prev|| is 0; the mean loss of the windows of 10 steps is 2.321, 2.320,
-2.300, 2.330, 2.309, 2.323, 2.302, 2.328: the drop from window 1 to window 2 is 0.04 %, below
-0.1 %, so the rule can fire at step 19.
+2.300, 2.330, 2.309, 2.323, 2.302, 2.328: window 4 (2.330) is above all of the 3 windows before
+it, so the rule can fire at step 39.
 """
 
 import argparse
