@@ -52,14 +52,19 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
-// Two interleaved spirals with a little noise: points [n, 2] (float32) and labels [n] (int64).
+// Two interleaved spirals (two turns each) with a little noise, shuffled: points [n, 2] (float32)
+// and labels [n] (int64).
 std::pair<torch::Tensor, torch::Tensor> Spirals(int64_t n) {
+  constexpr double kTurns = 2.0;
   const int64_t half = n / 2;
-  torch::Tensor t = torch::rand({half}) * 3.0 * std::numbers::pi + 0.5;  // angle; radius grows with it
-  torch::Tensor arm = torch::stack({t * torch::cos(t), t * torch::sin(t)}, 1) / (3.5 * std::numbers::pi);
+  torch::Tensor t = torch::rand({half}) * kTurns * std::numbers::pi + 0.5;  // radius grows with t
+  torch::Tensor arm =
+      torch::stack({t * torch::cos(t), t * torch::sin(t)}, 1) / (kTurns * std::numbers::pi + 0.5);
   torch::Tensor x = torch::cat({arm, -arm}) + 0.03 * torch::randn({2 * half, 2});
-  torch::Tensor y = torch::cat({torch::zeros({half}, torch::kLong), torch::ones({half}, torch::kLong)});
-  return {x, y};
+  torch::Tensor y =
+      torch::cat({torch::zeros({half}, torch::kLong), torch::ones({half}, torch::kLong)});
+  torch::Tensor order = torch::randperm(2 * half);
+  return {x.index_select(0, order), y.index_select(0, order)};
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -139,7 +144,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "train_mlp: %s\n", s.ToString().c_str());
     return 1;
   }
-  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.2).momentum(0.9));
+  torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(1e-2));
 
   const int64_t n = train_x.size(0);
   for (int64_t step = 0; step < o.steps; ++step) {

@@ -110,7 +110,7 @@ Result<TensorStats> TorchTensorStats(const at::Tensor& t) {
     s.count = t.numel();
     if (s.count == 0) return s;
     at::Tensor x = t.detach();
-    if (x.is_complex()) x = x.abs();
+    if (x.is_complex()) x = x.to(at::kComplexDouble).abs();  // |x| in double, as ComputeStats
     x = x.reshape({-1}).to(at::kDouble);
     const at::Tensor a = x.abs();
     const at::Tensor mean = x.mean();

@@ -437,6 +437,18 @@ TEST(TorchHook, RegistrationRulesAndSharedParameters) {
   EXPECT_EQ(hook->RegisterModule(torch::nn::Linear(2, 2)).code(), StatusCode::kInvalidArgument);
 }
 
+// A linear layer whose parameters live on the meta device (shapes, no data).
+struct MetaLinearImpl : torch::nn::Module {
+  MetaLinearImpl() {
+    const auto meta = torch::TensorOptions().device(torch::kMeta);
+    weight = register_parameter("weight", torch::empty({2, 4}, meta));
+    bias = register_parameter("bias", torch::empty({2}, meta));
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return torch::matmul(x, weight.t()) + bias; }
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(MetaLinear);
+
 // Fail open: a tensor that cannot be brought to the host (a meta tensor: shapes, no data) fails
 // inside the hook, during the step boundary and inside autograd's gradient hooks; the training
 // goes on, the error is printed once and then counted.
@@ -446,8 +458,7 @@ TEST(TorchHook, ErrorsNeverReachTheTraining) {
   c.quiet = false;
   auto hook = MakeHook(std::move(c));
   ASSERT_NE(hook, nullptr);
-  torch::nn::Linear meta(4, 2);
-  meta->to(torch::kMeta);
+  MetaLinear meta;
   ASSERT_TRUE(hook->RegisterModule(meta, "Meta").ok());
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 3; ++i) {
@@ -515,7 +526,8 @@ TEST(TorchHook, SmdebugJsonConfiguration) {
   ASSERT_TRUE(hook.Close().ok());
   auto trial = OpenTrial(dir.path("trial"));
   ASSERT_NE(trial, nullptr);
-  EXPECT_EQ(trial->Steps(), (std::vector<int64_t>{1, 3}));
+  // save_steps come in addition to the interval (500 by default: step 0), as in smdebug.
+  EXPECT_EQ(trial->Steps(), (std::vector<int64_t>{0, 1, 3}));
   EXPECT_FALSE(trial->HasTensor("TinyNet_fc1.weight"));  // weights are not included
   ExpectValue(*trial, "TinyNet_fc1.bias", 3, r.params.at(3).at("TinyNet_fc1.bias"));
   ExpectValue(*trial, "gradient/TinyNet_head.0.weight", 1,
@@ -551,19 +563,21 @@ constexpr const char* kReadTrial = R"PY(
 import json, sys
 path, which = sys.argv[1], sys.argv[2]
 if which == "trainscope":
-    from trainscope import create_trial, modes
+    from trainscope import create_trial
+    from trainscope.modes import ModeKeys
 else:
     try:
         from smdebug.trials import create_trial
-        from smdebug.core import modes
+        from smdebug.core.modes import ModeKeys
     except Exception as e:
         print(json.dumps({"unavailable": repr(e)}))
         sys.exit(0)
 t = create_trial(path)
 out = {"names": sorted(t.tensor_names()), "steps": list(t.steps()),
-       "train_steps": list(t.steps(mode=modes.TRAIN)), "eval_steps": list(t.steps(mode=modes.EVAL)),
+       "train_steps": list(t.steps(mode=ModeKeys.TRAIN)),
+       "eval_steps": list(t.steps(mode=ModeKeys.EVAL)),
        "loss": {}}
-for mode, key in ((modes.TRAIN, "TRAIN"), (modes.EVAL, "EVAL")):
+for mode, key in ((ModeKeys.TRAIN, "TRAIN"), (ModeKeys.EVAL, "EVAL")):
     tensor = t.tensor("loss_output_0")
     for s in tensor.steps(mode=mode):
         out["loss"]["%s %d" % (key, s)] = float(tensor.value(s, mode=mode).reshape(-1)[0])
