@@ -49,7 +49,7 @@ class HostMemoryGrowth : public ProfilerRule {
 
  protected:
   void OnDatapoint(const Datapoint& d, Verdict*) override {
-    if (!d.process_rss_bytes) return;
+    if (!d.process_rss_bytes || *d.process_rss_bytes <= 0) return;  // 0: the tree has exited
     if (static_cast<double>(d.ts_us - feed().first_us()) < params().Double("warmup_seconds") * 1e6) {
       return;
     }

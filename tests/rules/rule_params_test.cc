@@ -168,7 +168,8 @@ TEST(RuleRegistry, UnknownRuleListsTheKnownOnes) {
   auto r = CreateRule("VanishingGradients");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find("known rules: AllZero, CheckInputImages"),
+  EXPECT_NE(r.status().message().find("known rules: AllZero, BatchSize, CPUBottleneck, "
+                                      "CheckInputImages"),
             std::string::npos)
       << r.status().message();
 }

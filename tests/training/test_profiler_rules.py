@@ -96,7 +96,8 @@ def _run(program, out):
     cmd += ["--", sys.executable, str(PROGRAMS / program)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode in (0, 3), (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
-    summary = json.loads(p.stdout)
+    # The training's own output comes first on stdout; the summary is the last JSON object.
+    summary = json.loads(p.stdout[p.stdout.rindex('{\n  "command"'):])
     assert summary["training_exit_code"] == 0, p.stderr[-3000:]
     return summary
 
