@@ -163,6 +163,7 @@ struct ProfilerCaseOutcome {
   std::string create_error;
   std::vector<RuleFinding> findings;
   Json status;
+  size_t state_bytes = 0;  // Rule::StateBytes() at the end
 };
 
 inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rule_name) {
@@ -253,6 +254,7 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
   }
   EXPECT_TRUE(done) << "the runner did not finish after the end marker";
 
+  out.state_bytes = runner.stats().rule_state_bytes;
   const std::string dir = runner.RuleOutputDir(rule_name);
   std::stringstream events(ReadText(dir + "/" + std::string(rule_output_format::kEventsFile)));
   for (std::string line; std::getline(events, line);) {

@@ -172,5 +172,28 @@ TEST(ProfilerRules, UnknownParametersAreRejectedWithTheValidOnes) {
   }
 }
 
+// Profiler rules keep bounded state: a run four times longer leaves the same state (windows,
+// histograms, thinned step index, bucketed series), not one entry per sample or step.
+TEST(ProfilerRules, StateStaysBoundedOnLongRuns) {
+  auto long_run = [](double seconds) {
+    Json c = Json::parse(R"({"chunk_seconds": 60, "segments": [{"cores": 4, "gpus": 2,
+        "cpu": {"uniform": [10, 90]}, "gpu_util": {"uniform": [10, 90]},
+        "gpu_mem": {"uniform": [30, 35]}, "rss_mb": {"uniform": [500, 520]},
+        "steps": {"ms": 400, "data_ms": 100}}]})");
+    c["segments"][0]["seconds"] = seconds;
+    return c;
+  };
+  for (const auto& name : RuleNames()) {
+    if (DescribeRule(name)->kind != "profiler") continue;
+    SCOPED_TRACE(name);
+    ProfilerCaseOutcome short_run = RunProfilerCase(long_run(1800), name);
+    ProfilerCaseOutcome four_times = RunProfilerCase(long_run(7200), name);
+    ASSERT_TRUE(short_run.created && four_times.created);
+    EXPECT_GT(short_run.state_bytes, 0u);
+    EXPECT_LE(four_times.state_bytes, short_run.state_bytes + short_run.state_bytes / 4 + 1024)
+        << "30 min: " << short_run.state_bytes << " bytes, 2 h: " << four_times.state_bytes;
+  }
+}
+
 }  // namespace
 }  // namespace trainscope::rules_test

@@ -47,11 +47,13 @@ GPU_RULES = {"LowGPUUtilization", "GPUMemoryIncrease", "BatchSize", "LoadBalanci
              "CPUBottleneck"}
 NEEDS_FRAMEWORK = {"Dataloader", "StepOutlier"}
 
+# id -> (program and its arguments, the rule planted for; None: a healthy control)
 CASES = {
-    "healthy_mlp.py": None,
-    "slow_dataloader.py": "Dataloader",
-    "step_stall.py": "StepOutlier",
-    "memory_leak.py": "HostMemoryGrowth",
+    "healthy_mlp": (["healthy_mlp.py"], None),
+    "memory_no_leak": (["memory_leak.py", "--no-leak"], None),
+    "slow_dataloader": (["slow_dataloader.py"], "Dataloader"),
+    "step_stall": (["step_stall.py"], "StepOutlier"),
+    "memory_leak": (["memory_leak.py"], "HostMemoryGrowth"),
 }
 
 
@@ -84,7 +86,7 @@ def _has_step_spans(trial):
     return False
 
 
-def _run(program, out):
+def _run(argv, out):
     import trainscope
 
     env = dict(os.environ)
@@ -93,7 +95,7 @@ def _run(program, out):
     cmd = [str(CLI), "run", "--out", str(out), "--rules", "none", "--json"]
     for r in RULES:
         cmd += ["--rule", r]
-    cmd += ["--", sys.executable, str(PROGRAMS / program)]
+    cmd += ["--", sys.executable, str(PROGRAMS / argv[0])] + argv[1:]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode in (0, 3), (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     # The training's own output comes first on stdout; the summary is the last JSON object.
@@ -128,9 +130,9 @@ def _first_data_time(trial):
                                         "(cmake --build build --target trainscope_cli)")
 @pytest.mark.parametrize("program", sorted(CASES))
 def test_profiler_rules_on_a_real_run(program, tmp_path):
-    planted = CASES[program]
+    argv, planted = CASES[program]
     trial = tmp_path / "trial"
-    _run(program, trial)
+    _run(argv, trial)
     framework = _has_step_spans(trial)
     t0 = _first_data_time(trial)
     assert t0 is not None, "the system sampler wrote nothing"
