@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Side-by-side: how long smdebug and trainscope take to open a trial and read values from it.
 
-    /tmp/tv/bin/python bench/trial_open.py            # builds (once) and times the default trial
-    /tmp/tv/bin/python bench/trial_open.py PATH       # times an existing trial
-    /tmp/tv/bin/python bench/trial_open.py --json     # machine-readable result
+    .venv/bin/python bench/trial_open.py            # builds (once) and times the default trial
+    .venv/bin/python bench/trial_open.py PATH       # times an existing trial
+    .venv/bin/python bench/trial_open.py --json     # machine-readable result
 
 Without PATH a trial of --steps x --tensors float32 tensors of --elems values each is written with
 smdebug's own FileWriter (mode TRAIN, one worker, end marker), once, under --cache-dir; the build

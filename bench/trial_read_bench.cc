@@ -186,8 +186,9 @@ void ValueRead(benchmark::State& state, bool consume) {
     }
     if (consume) {
       const float* p = static_cast<const float*>(v->data);
+      const int64_t n = v->num_elements();  // once: a call per element would be the benchmark
       float acc = 0;
-      for (int64_t k = 0; k < v->num_elements(); ++k) acc += p[k];
+      for (int64_t k = 0; k < n; ++k) acc += p[k];
       sink += acc;
     }
     benchmark::DoNotOptimize(v->data);
@@ -300,7 +301,8 @@ Latency FollowLatency(bool inotify, int samples) {
 class Collector : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) runs_[r.benchmark_name()] = r;
+    // Keyed by the function name ("BM_X/min_time:2.000" -> "BM_X").
+    for (const Run& r : runs) runs_[r.benchmark_name().substr(0, r.benchmark_name().find('/'))] = r;
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, Run> runs_;

@@ -3,7 +3,8 @@
 #   1. Debian packages (compiler, CMake, test and benchmark libraries, C++ dependencies);
 #   2. a Python virtual environment in <checkout>/.venv with the pinned packages of
 #      requirements.lock (PyTorch 2.x, numpy, smdebug and tensorboard as test oracles, ...);
-#   3. the C++ build in <checkout>/build (tests and benchmarks included);
+#   3. the C++ build in <checkout>/build (tests and benchmarks included; the LibTorch module too,
+#      against the virtual environment's torch);
 #   4. `pip install` of trainscope itself into the virtual environment.
 # Every step is skipped when already done, so running it again is cheap.
 # Environment: TRAINSCOPE_SKIP_APT=1 skips step 1 (for machines set up by hand).
@@ -51,8 +52,14 @@ if [[ "$(cat "$VENV/.lock-hash" 2>/dev/null)" != "$want" ]]; then
 fi
 
 log "building the C++ core, tests and benchmarks (build/)"
+# The LibTorch module (src/torch), its example and tests build against the virtual environment's
+# torch, which ships its CMake package.
+cmake_args=()
+if torch_prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null); then
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$torch_prefix")
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPython_EXECUTABLE="$PY" >/dev/null
+  -DPython_EXECUTABLE="$PY" ${cmake_args[@]+"${cmake_args[@]}"} >/dev/null
 cmake --build build -j"$(nproc)"
 
 if [[ -f pyproject.toml ]]; then

@@ -79,8 +79,29 @@ struct TensorStats {
   double Value(Reduction r) const;
 };
 
+// Which optional parts of TensorStats a caller reads. count, nan_count, inf_count, min, max,
+// sum, abs_sum, sum_sq, mean and abs_mean are always computed (one read of the tensor); the
+// others cost extra work and may be left at 0 (1 for products) when not asked for: m2 (std,
+// variance), abs_m2 (abs std/variance), the products, zero_count (zero_fraction), and
+// abs_min/abs_max.
+struct StatsNeeds {
+  bool m2 = true;
+  bool abs_m2 = true;
+  bool prod = true;
+  bool zeros = true;
+  bool abs_extremes = true;
+  static StatsNeeds All() { return {}; }
+  // Exactly what `reductions` read (TensorStats::Value).
+  static StatsNeeds For(const std::vector<Reduction>& reductions);
+};
+
 // One pass over any numeric view (strided allowed). InvalidArgument for kString.
-Result<TensorStats> ComputeStats(const TensorView& v);
+// Contiguous float32 runs through an AVX2 kernel where the CPU has it (8 lanes converted to
+// double, accumulated in double); other dtypes, and CPUs without AVX2, through the portable loop.
+// Both give the same values up to the rounding of the summation order (a few ulps).
+Result<TensorStats> ComputeStats(const TensorView& v, StatsNeeds needs = StatsNeeds::All());
+// The portable loop only (tests and benchmarks compare the kernels with it).
+Result<TensorStats> ComputeStatsPortable(const TensorView& v);
 // Convenience: ComputeStats then Value.
 Result<double> ComputeReduction(const TensorView& v, Reduction r);
 

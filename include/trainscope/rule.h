@@ -173,6 +173,9 @@ class Rule {
   virtual RuleParams Parameters() const;
   // Bytes of state the rule keeps between steps (bounded; for tests and stats).
   virtual size_t StateBytes() const;
+  // A note for the final status message when nothing was found (what was checked, or why there
+  // was nothing to check, e.g. a GPU rule on a machine without GPUs). Default: none.
+  virtual std::string StatusNote() const;
 
  protected:
   // Called by Bind once data() is set; rules open other trials here.

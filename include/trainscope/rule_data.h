@@ -49,6 +49,8 @@ struct RuleDataOptions {
   std::function<int64_t()> now_micros;
   // How other trials are opened (OpenTrial). Default: Trial::Open with default options.
   std::function<Result<std::shared_ptr<Trial>>(const std::string& path)> open_trial;
+  // Where profiler rules read system/ and framework/ from. Empty: the base trial's folder.
+  std::string profiler_dir;
 };
 
 struct RuleDataStats {
@@ -76,6 +78,9 @@ class RuleData {
   Result<size_t> OpenTrial(const std::string& path);
 
   int64_t NowMicros() const;
+  // The folder holding the profiler's system/ and framework/ (RuleDataOptions::profiler_dir, else
+  // the base trial's path).
+  std::string ProfilerDir() const;
 
   // The step's mode and mode step in the base trial (kGlobal, step if unknown). Cached.
   std::pair<Mode, int64_t> StepMode(int64_t global_step);

@@ -19,6 +19,9 @@ namespace trainscope {
 struct RuleInfo {
   std::string name;
   std::string summary;  // one line
+  // "debugging" (reads tensors, evaluated per step) or "profiler" (reads system metrics and the
+  // framework timeline, evaluated on the runner's clock as they arrive).
+  std::string kind = "debugging";
   std::vector<ParamSpec> params;
   // The collections it needs with default parameters.
   std::vector<CollectionRequest> default_collections;

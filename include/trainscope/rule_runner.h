@@ -61,6 +61,8 @@ struct RunnerOptions {
   int max_events_per_tensor = 20;                   // per rule and tensor, in events.jsonl
   // The clock (findings' time, ticks, StalledTrainingRule). Default: env->NowMicros().
   std::function<int64_t()> now_micros;
+  // Where profiler rules read system/ and framework/ (RuleDataOptions::profiler_dir).
+  std::string profiler_dir;
 };
 
 // A rule's state, as status.json has it.

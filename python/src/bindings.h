@@ -18,5 +18,7 @@ void RegisterStats(pybind11::module_& m);
 void RegisterCapture(pybind11::module_& m);
 // Rules (built-in rules, evaluation): python/src/rules_bindings.cc.
 void RegisterRules(pybind11::module_& m);
+// Profiler (timeline writer, system sampler, readers, merge): python/src/profiler_bindings.cc.
+void RegisterProfiler(pybind11::module_& m);
 
 }  // namespace trainscope::python

@@ -34,4 +34,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterStats(m);
   trainscope::python::RegisterCapture(m);
   trainscope::python::RegisterRules(m);
+  trainscope::python::RegisterProfiler(m);
 }

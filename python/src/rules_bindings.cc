@@ -188,6 +188,7 @@ void RegisterRules(py::module_& m) {
         py::dict d;
         d["name"] = info.name;
         d["summary"] = info.summary;
+        d["kind"] = info.kind;
         py::list params;
         for (const auto& p : info.params) {
           py::dict pd;

@@ -357,6 +357,39 @@ class Trial:
         c = self._core.collection(coll_name)
         return _collection_from_core(c) if c is not None else Collection(coll_name)
 
+    # Profiler metrics (system/ and framework/ of the trial folder).
+
+    def _metrics_reader(self):
+        reader = self.__dict__.get("_profiler_reader")
+        if reader is None:
+            from .profiler.readers import MetricsReader
+
+            reader = self._profiler_reader = MetricsReader(self.path)
+        return reader
+
+    def system_metrics(self, start_time=None, end_time=None, unit="us", *, start_step=None,
+                       end_step=None, type=None, dimension=None, node_id=None):  # noqa: A002
+        """System metrics of the trial (trainscope.profiler.SystemMetricEvent: timestamp_us,
+        type, name, dimension, value, node_id; .timestamp in seconds), by time range
+        [start_time, end_time) in epoch `unit` ("us", "ms", "s"), or by steps
+        [start_step, end_step) (mode steps, located through the framework events). None
+        means unbounded. Filters: type ("cpu", "gpu", "memory", ...), dimension
+        ("CPUUtilization", ...), node_id ("algo-1")."""
+        return self._metrics_reader().system_metrics(
+            start_time, end_time, unit, start_step=start_step, end_step=end_step, type=type,
+            dimension=dimension, node_id=node_id)
+
+    def framework_metrics(self, start_time=None, end_time=None, unit="us", *, start_step=None,
+                          end_step=None, phase=None, node_id=None, file_suffix=None):
+        """Framework events of the trial (trainscope.profiler.FrameworkEvent with smdebug's
+        TraceEvent attributes: event_name, event_phase, start_time, end_time, duration in epoch
+        microseconds, pid, tid, node_id, event_args, step), overlapping [start_time, end_time)
+        or of steps [start_step, end_step). phase: a prefix of the event's phase ("Step:",
+        "Forward", "DataLoaderIter", ...)."""
+        return self._metrics_reader().framework_metrics(
+            start_time, end_time, unit, start_step=start_step, end_step=end_step, phase=phase,
+            node_id=node_id, file_suffix=file_suffix)
+
 
 class LocalTrial(Trial):
     """A trial in a local folder."""

@@ -124,7 +124,7 @@ class Hook::Impl {
       TS_RETURN_IF_ERROR(writer->AddShape(name, v.shape));
     }
     if (!p.reductions.empty()) {
-      TS_ASSIGN_OR_RETURN(TensorStats s, ComputeStats(v));
+      TS_ASSIGN_OR_RETURN(TensorStats s, ComputeStats(v, StatsNeeds::For(p.reductions)));
       TS_RETURN_IF_ERROR(WriteReductions(name, p, s));
     }
     if (!p.histogram_tag.empty() && writes) {

@@ -20,6 +20,7 @@
 #include "trainscope/rule_runner.h"
 #include "trainscope/stop_signal.h"
 #include "trainscope/trial_format.h"
+#include "trainscope/writer.h"
 
 namespace trainscope::cli {
 namespace {
@@ -75,6 +76,41 @@ class SignalWaiter {
   std::thread thread_;
 };
 
+// The stub trial of a profiler rule: <dir>/.trainscope/profiler-rules/<Rule>/, with an empty
+// collections file; the runner writes into <dir>/rule-output/ and the rule reads <dir>'s
+// profiler data.
+Result<std::unique_ptr<RuleRunner>> OpenProfilerStub(Env* env, const std::string& dir,
+                                                     const std::string& rule, std::string* stub) {
+  *stub = JoinPath(JoinPath(JoinPath(dir, ".trainscope"), "profiler-rules"), rule);
+  (void)env->RemoveFile(JoinPath(*stub, trial_format::kEndOfJobFile));
+  WriterOptions wo;
+  wo.write_end_marker = false;
+  wo.quiet = true;
+  TS_ASSIGN_OR_RETURN(auto writer, TrialWriter::Open(*stub, wo));
+  TS_RETURN_IF_ERROR(writer->WriteCollections(R"({"collections": {}, "_meta": {"num_workers": 1}})"));
+  TS_RETURN_IF_ERROR(writer->Close());
+  RunnerOptions ro;
+  ro.output_dir = JoinPath(dir, rule_output_format::kRuleOutputDir);
+  ro.profiler_dir = dir;
+  return RuleRunner::Open(*stub, ro);
+}
+
+// Runner loop of a profiler rule: polls (the rule reads new metrics on its ticks) and ends the
+// stub trial when the real one ends.
+Status RunProfilerStub(Env* env, const std::string& dir, const std::string& stub,
+                       RuleRunner* runner) {
+  bool ended = false;
+  for (;;) {
+    if (!ended && env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile))) {
+      TS_RETURN_IF_ERROR(WriteEndOfJob(env, stub));
+      ended = true;
+    }
+    TS_ASSIGN_OR_RETURN(bool done, runner->Poll());
+    if (done) return Status::OK();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 int RunWorker(const WorkerOptions& o) {
   auto spec = ParseRuleSpec(o.rule);
   if (!spec.ok()) {
@@ -95,9 +131,25 @@ int RunWorker(const WorkerOptions& o) {
     if (RuleRunner* r = live_runner.load()) r->Stop();
   });
 
-  // Wait for the trial's collections file: the training may take a while to save its first step.
+  // A profiler rule reads system/ and framework/, not tensors: it must not wait for the hook's
+  // tensors (a training may be profiled without saving any). It runs on a stub trial of its own
+  // whose end marker follows the real one, and reads the profiler data of o.dir.
+  auto info = DescribeRule(spec->name);
+  const bool profiler = info.ok() && info->kind == "profiler";
+  std::string stub;
   std::unique_ptr<RuleRunner> runner;
-  for (;;) {
+  if (profiler) {
+    auto r = OpenProfilerStub(env, o.dir, spec->name, &stub);
+    if (!r.ok()) {
+      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message());
+      std::fprintf(stderr, "trainscope rule-worker %s: %s\n", spec->name.c_str(),
+                   r.status().message().c_str());
+      return kExitFailure;
+    }
+    runner = std::move(*r);
+  }
+  // Wait for the trial's collections file: the training may take a while to save its first step.
+  for (; !runner;) {
     auto r = RuleRunner::Open(o.dir);
     if (r.ok()) {
       runner = std::move(*r);
@@ -154,7 +206,7 @@ int RunWorker(const WorkerOptions& o) {
   }
   live_runner = runner.get();
   if (stop) runner->Stop();
-  Status s = runner->Run();
+  Status s = profiler ? RunProfilerStub(env, o.dir, stub, runner.get()) : runner->Run();
   live_runner = nullptr;
   action_set->Close(std::chrono::seconds(10));
   if (!s.ok()) std::fprintf(stderr, "trainscope rule-worker: %s\n", s.ToString().c_str());

@@ -14,7 +14,7 @@ namespace trainscope::cli {
 namespace {
 
 nlohmann::json InfoJson(const RuleInfo& info) {
-  nlohmann::json j{{"name", info.name}, {"summary", info.summary}};
+  nlohmann::json j{{"name", info.name}, {"kind", info.kind}, {"summary", info.summary}};
   j["parameters"] = nlohmann::json::array();
   for (const auto& p : info.params) {
     j["parameters"].push_back({{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
@@ -46,19 +46,20 @@ int RunRules(const std::string& name, bool json) {
     return kExitOk;
   }
   if (name.empty()) {
-    Table t({"rule", "default", "what it catches"});
+    Table t({"rule", "kind", "default", "what it catches"});
     auto defaults = DefaultRuleNames();
     for (const auto& r : all) {
       bool is_default =
           std::find(defaults.begin(), defaults.end(), r["name"].get<std::string>()) != defaults.end();
-      t.AddRow({r["name"], is_default ? "yes" : "", r["summary"]});
+      t.AddRow({r["name"], r["kind"], is_default ? "yes" : "", r["summary"]});
     }
     std::cout << t.Render(100) << "\n`trainscope rules NAME` shows a rule's parameters; "
               << "use them as --rule NAME:KEY=VALUE,...\n";
     return kExitOk;
   }
   const auto& r = all[0];
-  std::cout << r["name"].get<std::string>() << ": " << r["summary"].get<std::string>() << "\n\n";
+  std::cout << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>()
+            << " rule): " << r["summary"].get<std::string>() << "\n\n";
   Table t({"parameter", "default", "meaning"});
   for (const auto& p : r["parameters"]) t.AddRow({p["name"], p["default"], p["help"]});
   std::cout << t.Render(100);

@@ -391,7 +391,9 @@ int RunRun(RunOptions o) {
             << RenderStatusTable(statuses);
   for (const auto& r : statuses) {
     if (!r.first_finding.is_object()) continue;
-    std::cout << "\n" << r.rule << " at step " << r.first_finding.value("step", int64_t{-1});
+    const int64_t step = r.first_finding.value("step", int64_t{-1});
+    std::cout << "\n" << r.rule;
+    if (step >= 0) std::cout << " at step " << step;  // profiler findings may have no step
     if (r.first_finding.contains("tensor") && !r.first_finding["tensor"].get<std::string>().empty()) {
       std::cout << " on " << r.first_finding["tensor"].get<std::string>();
     }

@@ -32,5 +32,6 @@ void RegisterStatus(CLI::App& app, int* exit_code);
 void RegisterRules(CLI::App& app, int* exit_code);
 void RegisterRuleWorker(CLI::App& app, int* exit_code);
 void RegisterRun(CLI::App& app, int* exit_code);
+void RegisterTimeline(CLI::App& app, int* exit_code);
 
 }  // namespace trainscope::cli

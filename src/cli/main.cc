@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   trainscope::cli::RegisterLs(app, &exit_code);
   trainscope::cli::RegisterRules(app, &exit_code);
   trainscope::cli::RegisterRuleWorker(app, &exit_code);
+  trainscope::cli::RegisterTimeline(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

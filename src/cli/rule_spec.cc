@@ -95,7 +95,9 @@ std::string FormatRuleSpec(const RuleSpec& spec) {
 
 std::vector<std::string> DefaultRuleNames() {
   return {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
-          "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization"};
+          "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization",
+          // Profiler rules: cheap, and quiet on healthy runs (docs/rules/README.md).
+          "LowGPUUtilization", "GPUMemoryIncrease", "MaxInitializationTime", "HostMemoryGrowth"};
 }
 
 }  // namespace trainscope::cli

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace trainscope {
 namespace {
 
@@ -59,73 +63,218 @@ inline double Load<bool>(const bool* p, size_t i) {
   return reinterpret_cast<const uint8_t*>(p)[i] != 0 ? 1.0 : 0.0;
 }
 
-// Accumulates one block of up to kBlock elements in two cache-resident passes, then merges it
-// into the running statistics with Chan et al.'s parallel variance formula.
+// The tensor is reduced in blocks of up to kBlock elements: each block in cache-resident passes
+// (the second, for the squared deviations, reads the block again from L1), then merged into the
+// running statistics with Chan et al.'s parallel variance formula.
 constexpr size_t kBlock = 2048;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// What one block yields.
+struct Block {
+  double sum = 0, asum = 0, sq = 0, prod = 1, aprod = 1, m2 = 0, am2 = 0;
+  double min = kInf, max = -kInf, amin = kInf, amax = -kInf;
+  int64_t nan = 0, inf = 0, zero = 0;
+};
+
+void Merge(const Block& b, size_t m, TensorStats* s) {
+  const double nb = static_cast<double>(m);
+  const double bmean = b.sum / nb, bamean = b.asum / nb;
+  const double na = static_cast<double>(s->count);
+  const double nt = na + nb;
+  if (s->count == 0) {
+    s->mean = bmean;
+    s->m2 = b.m2;
+    s->abs_mean = bamean;
+    s->abs_m2 = b.am2;
+  } else {
+    const double d = bmean - s->mean, ad = bamean - s->abs_mean;
+    s->mean += d * nb / nt;
+    s->m2 += b.m2 + d * d * na * nb / nt;
+    s->abs_mean += ad * nb / nt;
+    s->abs_m2 += b.am2 + ad * ad * na * nb / nt;
+  }
+  s->count += static_cast<int64_t>(m);
+  s->sum += b.sum;
+  s->abs_sum += b.asum;
+  s->sum_sq += b.sq;
+  s->prod *= b.prod;
+  s->abs_prod *= b.aprod;
+  s->nan_count += b.nan;
+  s->inf_count += b.inf;
+  s->zero_count += b.zero;
+  s->min = b.min < s->min ? b.min : s->min;
+  s->max = b.max > s->max ? b.max : s->max;
+  s->abs_min = b.amin < s->abs_min ? b.amin : s->abs_min;
+  s->abs_max = b.amax > s->abs_max ? b.amax : s->abs_max;
+}
+
+// Scalar part of a block: elements [i, m) of p, added to b.
+template <typename T>
+inline void AddScalar(const T* p, size_t i, size_t m, Block* b) {
+  for (; i < m; ++i) {
+    const double x = Load<T>(p, i);
+    const double a = std::fabs(x);
+    b->sum += x;
+    b->asum += a;
+    b->sq += x * x;
+    b->prod *= x;
+    b->aprod *= a;
+    b->min = x < b->min ? x : b->min;
+    b->max = x > b->max ? x : b->max;
+    b->amin = a < b->amin ? a : b->amin;
+    b->amax = a > b->amax ? a : b->amax;
+    b->nan += std::isnan(x);
+    b->inf += std::isinf(x);
+    b->zero += (x == 0.0);
+  }
+}
+
+// The portable loop: every dtype, every statistic.
 template <typename T>
 void Accumulate(const T* data, size_t n, TensorStats* s) {
   double block[kBlock];
-  double min = s->min, max = s->max, amin = s->abs_min, amax = s->abs_max;
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t m = std::min(kBlock, n - start);
-    double sum = 0, asum = 0, sq = 0, prod = 1, aprod = 1;
-    int64_t nan = 0, inf = 0, zero = 0;
-    for (size_t i = 0; i < m; ++i) {
-      const double x = Load<T>(data, start + i);
-      block[i] = x;
-      const double a = std::fabs(x);
-      sum += x;
-      asum += a;
-      sq += x * x;
-      prod *= x;
-      aprod *= a;
-      min = x < min ? x : min;
-      max = x > max ? x : max;
-      amin = a < amin ? a : amin;
-      amax = a > amax ? a : amax;
-      nan += std::isnan(x);
-      inf += std::isinf(x);
-      zero += (x == 0.0);
-    }
-    const double bmean = sum / static_cast<double>(m);
-    const double bamean = asum / static_cast<double>(m);
-    double m2 = 0, am2 = 0;
+    const T* p = data + start;
+    Block b;
+    AddScalar(p, 0, m, &b);
+    for (size_t i = 0; i < m; ++i) block[i] = Load<T>(p, i);
+    const double bmean = b.sum / static_cast<double>(m);
+    const double bamean = b.asum / static_cast<double>(m);
     for (size_t i = 0; i < m; ++i) {
       const double d = block[i] - bmean;
       const double ad = std::fabs(block[i]) - bamean;
-      m2 += d * d;
-      am2 += ad * ad;
+      b.m2 += d * d;
+      b.am2 += ad * ad;
     }
-    const double na = static_cast<double>(s->count), nb = static_cast<double>(m);
-    const double nt = na + nb;
-    if (s->count == 0) {
-      s->mean = bmean;
-      s->m2 = m2;
-      s->abs_mean = bamean;
-      s->abs_m2 = am2;
-    } else {
-      const double d = bmean - s->mean, ad = bamean - s->abs_mean;
-      s->mean += d * nb / nt;
-      s->m2 += m2 + d * d * na * nb / nt;
-      s->abs_mean += ad * nb / nt;
-      s->abs_m2 += am2 + ad * ad * na * nb / nt;
-    }
-    s->count += static_cast<int64_t>(m);
-    s->sum += sum;
-    s->abs_sum += asum;
-    s->sum_sq += sq;
-    s->prod *= prod;
-    s->abs_prod *= aprod;
-    s->nan_count += nan;
-    s->inf_count += inf;
-    s->zero_count += zero;
+    Merge(b, m, s);
   }
-  s->min = min;
-  s->max = max;
-  s->abs_min = amin;
-  s->abs_max = amax;
 }
+
+#if defined(__x86_64__)
+bool HasAvx2Fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+__attribute__((target("avx2,fma"))) inline double HSum(__m256d v) {
+  const __m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
+  const __m128d s = _mm_add_pd(lo, hi);
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+__attribute__((target("avx2,fma"))) inline int64_t HSumI32(__m256i v) {
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  int64_t t = 0;
+  for (int32_t x : lanes) t += x;
+  return t;
+}
+
+template <bool kMax>
+__attribute__((target("avx2,fma"))) inline double HExtreme(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float r = lanes[0];
+  for (float x : lanes) r = kMax ? (x > r ? x : r) : (x < r ? x : r);
+  return r;
+}
+
+// Contiguous float32 with AVX2: 8 floats per iteration, converted to double (two 4-lane halves)
+// for the sums, compared as floats for min/max (exact: the conversion is monotonic).
+// min_ps(x, acc) keeps acc when x is NaN; a NaN anywhere makes min/max NaN in Value() anyway.
+// NaN and inf are counted only in a block whose sum is not finite (a finite sum has neither);
+// zeros and |x| extremes only when asked for (kZeros, kAbsExt). Products are never computed here
+// (ComputeStats takes the portable loop when they are needed).
+template <bool kZeros, bool kAbsExt>
+__attribute__((target("avx2,fma"))) void AccumulateF32Avx2(const float* data, size_t n,
+                                                           bool deviations, TensorStats* s) {
+  const __m256d dabs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+  const __m256 fabs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 finf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 fzero = _mm256_setzero_ps();
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t m = std::min(kBlock, n - start);
+    const float* p = data + start;
+    __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0, as0 = sum0, as1 = sum0, sq0 = sum0,
+            sq1 = sum0;
+    __m256 mn = finf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), amn = finf,
+           amx = mx;
+    __m256i czero = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+      const __m256 x = _mm256_loadu_ps(p + i);
+      const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+      const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+      sum0 = _mm256_add_pd(sum0, lo);
+      sum1 = _mm256_add_pd(sum1, hi);
+      as0 = _mm256_add_pd(as0, _mm256_and_pd(lo, dabs));
+      as1 = _mm256_add_pd(as1, _mm256_and_pd(hi, dabs));
+      sq0 = _mm256_fmadd_pd(lo, lo, sq0);
+      sq1 = _mm256_fmadd_pd(hi, hi, sq1);
+      mn = _mm256_min_ps(x, mn);
+      mx = _mm256_max_ps(x, mx);
+      if constexpr (kAbsExt) {
+        const __m256 ax = _mm256_and_ps(x, fabs);
+        amn = _mm256_min_ps(ax, amn);
+        amx = _mm256_max_ps(ax, amx);
+      }
+      if constexpr (kZeros) {
+        czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x, fzero, _CMP_EQ_OQ)));
+      }
+    }
+    Block b;
+    b.sum = HSum(_mm256_add_pd(sum0, sum1));
+    b.asum = HSum(_mm256_add_pd(as0, as1));
+    b.sq = HSum(_mm256_add_pd(sq0, sq1));
+    if (i > 0) {
+      b.min = HExtreme<false>(mn);
+      b.max = HExtreme<true>(mx);
+      if constexpr (kAbsExt) {
+        b.amin = HExtreme<false>(amn);
+        b.amax = HExtreme<true>(amx);
+      }
+      if constexpr (kZeros) b.zero = HSumI32(czero);
+      if (!std::isfinite(b.asum)) {  // a NaN or an inf in the vector part: count them
+        for (size_t j = 0; j < i; ++j) {
+          b.nan += std::isnan(p[j]);
+          b.inf += std::isinf(p[j]);
+        }
+      }
+    }
+    AddScalar(p, i, m, &b);  // the tail: every statistic
+    if (deviations) {
+      const double bmean = b.sum / static_cast<double>(m);
+      const double bamean = b.asum / static_cast<double>(m);
+      const __m256d vm = _mm256_set1_pd(bmean), vam = _mm256_set1_pd(bamean);
+      __m256d m20 = _mm256_setzero_pd(), m21 = m20, am0 = m20, am1 = m20;
+      size_t j = 0;
+      for (; j + 8 <= m; j += 8) {
+        const __m256 x = _mm256_loadu_ps(p + j);
+        const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+        const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+        const __m256d d0 = _mm256_sub_pd(lo, vm), d1 = _mm256_sub_pd(hi, vm);
+        m20 = _mm256_fmadd_pd(d0, d0, m20);
+        m21 = _mm256_fmadd_pd(d1, d1, m21);
+        const __m256d a0 = _mm256_sub_pd(_mm256_and_pd(lo, dabs), vam);
+        const __m256d a1 = _mm256_sub_pd(_mm256_and_pd(hi, dabs), vam);
+        am0 = _mm256_fmadd_pd(a0, a0, am0);
+        am1 = _mm256_fmadd_pd(a1, a1, am1);
+      }
+      b.m2 = HSum(_mm256_add_pd(m20, m21));
+      b.am2 = HSum(_mm256_add_pd(am0, am1));
+      for (; j < m; ++j) {
+        const double x = p[j];
+        const double d = x - bmean, ad = std::fabs(x) - bamean;
+        b.m2 += d * d;
+        b.am2 += ad * ad;
+      }
+    }
+    b.prod = b.aprod = kNaN;  // not computed here
+    Merge(b, m, s);
+  }
+}
+#endif
 
 template <typename Fn>
 bool Dispatch(DType t, const void* data, Fn&& fn) {
@@ -227,14 +376,27 @@ double TensorStats::Value(Reduction r) const {
   return kNaN;
 }
 
-Result<TensorStats> ComputeStats(const TensorView& v) {
+StatsNeeds StatsNeeds::For(const std::vector<Reduction>& reductions) {
+  StatsNeeds n{false, false, false, false, false};
+  for (const Reduction& r : reductions) {
+    if (r.op == ReductionOp::kStd || r.op == ReductionOp::kVariance) (r.abs ? n.abs_m2 : n.m2) = true;
+    if (r.op == ReductionOp::kProd) n.prod = true;
+    if (r.op == ReductionOp::kZeroFraction) n.zeros = true;
+    if (r.abs && (r.op == ReductionOp::kMin || r.op == ReductionOp::kMax)) n.abs_extremes = true;
+  }
+  return n;
+}
+
+namespace {
+
+Result<TensorStats> Compute(const TensorView& v, StatsNeeds needs, bool portable) {
   if (v.dtype == DType::kString || v.dtype == DType::kInvalid) {
     return Status::InvalidArgument("cannot reduce a tensor of dtype " +
                                    std::string(DTypeName(v.dtype)));
   }
   TensorStats s;
-  s.min = s.abs_min = std::numeric_limits<double>::infinity();
-  s.max = s.abs_max = -std::numeric_limits<double>::infinity();
+  s.min = s.abs_min = kInf;
+  s.max = s.abs_max = -kInf;
   const size_t n = static_cast<size_t>(v.num_elements());
   if (n > 0) {
     Tensor copy;
@@ -243,9 +405,36 @@ Result<TensorStats> ComputeStats(const TensorView& v) {
       copy = Tensor::CopyOf(v);
       data = copy.data;
     }
+#if defined(__x86_64__)
+    if (!portable && v.dtype == DType::kF32 && !needs.prod && HasAvx2Fma()) {
+      const auto* f = static_cast<const float*>(data);
+      const bool dev = needs.m2 || needs.abs_m2;
+      if (needs.zeros && needs.abs_extremes) {
+        AccumulateF32Avx2<true, true>(f, n, dev, &s);
+      } else if (needs.zeros) {
+        AccumulateF32Avx2<true, false>(f, n, dev, &s);
+      } else if (needs.abs_extremes) {
+        AccumulateF32Avx2<false, true>(f, n, dev, &s);
+      } else {
+        AccumulateF32Avx2<false, false>(f, n, dev, &s);
+      }
+      s.prod = s.abs_prod = 1;  // not asked for
+      return s;
+    }
+#endif
     Dispatch(v.dtype, data, [&](const auto* p) { Accumulate(p, n, &s); });
   }
   return s;
+}
+
+}  // namespace
+
+Result<TensorStats> ComputeStats(const TensorView& v, StatsNeeds needs) {
+  return Compute(v, needs, false);
+}
+
+Result<TensorStats> ComputeStatsPortable(const TensorView& v) {
+  return Compute(v, StatsNeeds::All(), true);
 }
 
 Result<double> ComputeReduction(const TensorView& v, Reduction r) {

@@ -186,6 +186,7 @@ Result<Verdict> Rule::Finish(int64_t) { return Verdict::NotMet(); }
 std::vector<CollectionRequest> Rule::RequiredCollections() const { return {}; }
 RuleParams Rule::Parameters() const { return {}; }
 size_t Rule::StateBytes() const { return 0; }
+std::string Rule::StatusNote() const { return {}; }
 
 RuleFinding Rule::NewFinding(int64_t step) const {
   RuleFinding f;

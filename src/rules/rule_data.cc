@@ -82,6 +82,10 @@ Result<size_t> RuleData::OpenTrial(const std::string& path) {
   return trials_.size() - 1;
 }
 
+std::string RuleData::ProfilerDir() const {
+  return options_.profiler_dir.empty() ? trials_[0]->path() : options_.profiler_dir;
+}
+
 int64_t RuleData::NowMicros() const {
   if (options_.now_micros) return options_.now_micros();
   return static_cast<int64_t>(Env::Default()->NowMicros());

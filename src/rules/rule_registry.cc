@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "rules/builtin.h"
+#include "rules/prof_rule.h"
 
 namespace trainscope {
 namespace {
@@ -27,6 +28,16 @@ Registry& GetRegistry() {
         DeadReluDef(),          WeightUpdateRatioDef(),   AllZeroDef(),
         ClassImbalanceDef(),    ConfusionDef(),           StalledTrainingRuleDef(),
     };
+    const BuiltinDef profiler_defs[] = {
+        CPUBottleneckDef(),     IOBottleneckDef(),        LowGPUUtilizationDef(),
+        BatchSizeDef(),         GPUMemoryIncreaseDef(),   LoadBalancingDef(),
+        MaxInitializationTimeDef(), StepOutlierDef(),     DataloaderDef(),
+        OverallSystemUsageDef(), OverallFrameworkMetricsDef(), HostMemoryGrowthDef(),
+    };
+    for (BuiltinDef d : profiler_defs) {
+      d.info.kind = "profiler";
+      r->rules[d.info.name] = {d.info, d.factory};
+    }
     for (const auto& d : defs) r->rules[d.info.name] = {d.info, d.factory};
     return r;
   }();

@@ -188,8 +188,11 @@ class RuleRunner::Impl {
           e.state.message = "stopped before the training ended";
         } else {
           e.state.status = RuleEvaluationStatus::kNoIssuesFound;
-          e.state.message = "no issues found in " + std::to_string(e.state.steps_evaluated) +
-                            " evaluated steps";
+          const std::string note = e.rule->StatusNote();
+          e.state.message = note.empty() ? "no issues found in " +
+                                               std::to_string(e.state.steps_evaluated) +
+                                               " evaluated steps"
+                                         : "no issues found: " + note;
         }
         if (stopped && e.state.status == RuleEvaluationStatus::kIssuesFound) {
           e.state.message += " (stopped before the training ended)";
@@ -244,6 +247,7 @@ RuleRunner::RuleRunner(std::shared_ptr<Trial> trial, RunnerOptions options)
   RuleDataOptions data_options;
   data_options.max_cached_steps = options.max_cached_steps;
   data_options.now_micros = options.now_micros;
+  data_options.profiler_dir = options.profiler_dir;
   data_ = std::make_unique<RuleData>(trial_, data_options);
   impl_ = std::make_unique<Impl>(this, std::move(options));
 }

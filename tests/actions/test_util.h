@@ -37,23 +37,23 @@ class TempDir {
 };
 
 // The Python that runs the test servers: $TRAINSCOPE_PYTHON, else the active virtual
-// environment's, else the development environment /tmp/tv, else python3 on PATH.
+// environment's, else the checkout's .venv (scripts/setup.sh), else python3 on PATH.
 inline std::string TestPython() {
   if (const char* p = std::getenv("TRAINSCOPE_PYTHON"); p != nullptr && p[0] != '\0') return p;
   if (const char* v = std::getenv("VIRTUAL_ENV"); v != nullptr && v[0] != '\0') {
     std::string py = std::string(v) + "/bin/python";
     if (::access(py.c_str(), X_OK) == 0) return py;
   }
-  if (::access("/tmp/tv/bin/python", X_OK) == 0) return "/tmp/tv/bin/python";
+  if (std::string py = std::string(TRAINSCOPE_SOURCE_DIR) + "/.venv/bin/python";
+      ::access(py.c_str(), X_OK) == 0) {
+    return py;
+  }
   return "python3";
 }
 
-// tests/actions/test_servers.py, beside this header (CMake compiles with absolute paths).
+// tests/actions/test_servers.py, beside this header.
 inline std::string TestServersScript() {
-  std::string here = __FILE__;
-  size_t slash = here.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) +
-         "/test_servers.py";
+  return std::string(TRAINSCOPE_SOURCE_DIR) + "/tests/actions/test_servers.py";
 }
 
 // A child process whose stdout is read line by line. Killed (SIGKILL) and reaped on destruction.

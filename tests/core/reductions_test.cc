@@ -185,5 +185,73 @@ TEST(HistogramTest, CountsEveryFiniteValueOnce) {
   EXPECT_EQ(one->counts, std::vector<double>{3});
 }
 
+// The float32 kernel (AVX2 where the CPU has it) against the portable loop: every statistic, on
+// sizes around the vector width and block size, with NaN, inf, zeros and negative zeros mixed in.
+TEST(ReductionsTest, Float32KernelAgreesWithThePortableLoop) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(-0.5f, 3.0f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  auto near = [](double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    return std::fabs(a - b) <= 1e-12 * std::max(1.0, std::max(std::fabs(a), std::fabs(b)));
+  };
+  for (int special : {0, 1, 2, 3}) {  // none, zeros, +-inf, NaN
+    for (size_t n : {1u, 7u, 8u, 9u, 15u, 16u, 17u, 2047u, 2048u, 2049u, 4103u, 100000u}) {
+      std::vector<float> x(n);
+      for (auto& v : x) {
+        v = d(rng);
+        const int k = pick(rng);
+        if (special == 1 && k < 10) v = (k % 2) ? 0.0f : -0.0f;
+        if (special == 2 && k < 2) v = (k % 2) ? INFINITY : -INFINITY;
+        if (special == 3 && k < 1) v = NAN;
+      }
+      TensorView view{DType::kF32, x.data(), {static_cast<int64_t>(n)}, {}, {}};
+      auto ref = ComputeStatsPortable(view);
+      ASSERT_TRUE(ref.ok());
+      // Everything but products, then only what each group of reductions needs.
+      const std::vector<std::vector<const char*>> groups = {
+          {"min", "max", "mean", "std", "variance", "sum", "l1", "l2", "abs_min", "abs_max",
+           "abs_mean", "abs_std", "abs_variance", "nan_count", "inf_count", "zero_fraction"},
+          {"min", "max", "mean", "l2", "abs_mean"},
+          {"zero_fraction", "nan_count", "inf_count"},
+          {"abs_min", "abs_max", "abs_std"},
+          {"std", "l1"}};
+      for (const auto& group : groups) {
+        std::vector<Reduction> reds;
+        for (const char* r : group) reds.push_back(*ParseReduction(r));
+        auto fast = ComputeStats(view, StatsNeeds::For(reds));
+        ASSERT_TRUE(fast.ok());
+        EXPECT_EQ(fast->count, ref->count);
+        EXPECT_EQ(fast->nan_count, ref->nan_count) << n;
+        EXPECT_EQ(fast->inf_count, ref->inf_count) << n;
+        for (size_t k = 0; k < reds.size(); ++k) {
+          EXPECT_PRED2(near, fast->Value(reds[k]), ref->Value(reds[k]))
+              << group[k] << " n=" << n << " special=" << special;
+        }
+      }
+      // Asked for products, the result is the portable loop's exactly.
+      auto with_prod = ComputeStats(view, StatsNeeds::All());
+      ASSERT_TRUE(with_prod.ok());
+      EXPECT_PRED2(near, with_prod->prod, ref->prod);
+    }
+  }
+}
+
+TEST(ReductionsTest, NeedsFollowTheReductions) {
+  auto needs = [](std::vector<const char*> names) {
+    std::vector<Reduction> rs;
+    for (const char* n : names) rs.push_back(*ParseReduction(n));
+    return StatsNeeds::For(rs);
+  };
+  StatsNeeds a = needs({"min", "max", "mean", "abs_mean", "l2"});
+  EXPECT_FALSE(a.m2 || a.abs_m2 || a.prod);
+  StatsNeeds b = needs({"std", "abs_variance", "abs_prod"});
+  EXPECT_TRUE(b.m2 && b.abs_m2 && b.prod);
+  StatsNeeds c = needs({"abs_std"});
+  EXPECT_TRUE(c.abs_m2);
+  EXPECT_FALSE(c.m2 || c.prod);
+}
+
 }  // namespace
 }  // namespace trainscope

@@ -16,7 +16,7 @@ namespace trainscope::test_util {
 
 // tests/profiler/data (next to this file).
 inline std::string ProfilerDataDir() {
-  return std::filesystem::path(__FILE__).parent_path().string() + "/data";
+  return std::string(TRAINSCOPE_SOURCE_DIR) + "/tests/profiler/data";
 }
 
 // A fresh folder under $TMPDIR, removed with its contents on destruction.

@@ -123,6 +123,30 @@ TEST(RuleRegistry, EveryBuiltinRuleHasSmdebugsParameterNamesAndDefaults) {
                      {"max_off_diag", "0.1"}}},
       {"StalledTrainingRule", {{"threshold", "1800"}, {"stop_training_on_fire", "False"},
                                {"training_job_name_prefix", "None"}}},
+      // Profiler rules: the defaults smdebug_rulesconfig sends (reference smdebug.md 5.3).
+      {"CPUBottleneck", {{"threshold", "50"}, {"gpu_threshold", "10"}, {"cpu_threshold", "90"},
+                         {"patience", "1000"}, {"scan_interval_us", "60000000"}}},
+      {"IOBottleneck", {{"threshold", "50"}, {"gpu_threshold", "10"}, {"io_threshold", "50"},
+                        {"patience", "1000"}, {"scan_interval_us", "60000000"}}},
+      {"LowGPUUtilization", {{"threshold_p95", "70"}, {"threshold_p5", "10"}, {"window", "500"},
+                             {"patience", "1000"}, {"scan_interval_us", "60000000"}}},
+      {"BatchSize", {{"cpu_threshold_p95", "70"}, {"gpu_threshold_p95", "70"},
+                     {"gpu_memory_threshold_p95", "70"}, {"patience", "1000"}, {"window", "500"},
+                     {"scan_interval_us", "60000000"}}},
+      {"GPUMemoryIncrease", {{"increase", "5"}, {"patience", "1000"}, {"window", "10"},
+                             {"scan_interval_us", "60000000"}}},
+      {"LoadBalancing", {{"threshold", "0.5"}, {"patience", "1000"},
+                         {"scan_interval_us", "60000000"}}},
+      {"MaxInitializationTime", {{"threshold", "20"}, {"scan_interval_us", "60000000"}}},
+      {"StepOutlier", {{"stddev", "3"}, {"mode", "None"}, {"n_outliers", "10"},
+                       {"scan_interval_us", "60000000"}}},
+      {"Dataloader", {{"min_threshold", "70"}, {"max_threshold", "200"}, {"patience", "10"},
+                      {"wait_threshold", "50"}, {"scan_interval_us", "60000000"}}},
+      {"OverallSystemUsage", {{"scan_interval_us", "60000000"}}},
+      {"OverallFrameworkMetrics", {{"scan_interval_us", "60000000"}}},
+      {"HostMemoryGrowth", {{"min_increase_mb", "200"}, {"min_increase_percent", "10"},
+                            {"min_r2", "0.8"}, {"warmup_seconds", "60"},
+                            {"patience", "20"}}},
   };
   std::vector<std::string> names = RuleNames();
   EXPECT_EQ(names.size(), expected.size());
@@ -144,7 +168,8 @@ TEST(RuleRegistry, UnknownRuleListsTheKnownOnes) {
   auto r = CreateRule("VanishingGradients");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find("known rules: AllZero, CheckInputImages"),
+  EXPECT_NE(r.status().message().find("known rules: AllZero, BatchSize, CPUBottleneck, "
+                                      "CheckInputImages"),
             std::string::npos)
       << r.status().message();
 }

@@ -23,12 +23,20 @@ is written when every worker is done; the worker comes from torch.distributed or
 WORLD_SIZE. Errors inside hooks never reach training: the first is printed with the tensor and
 step, later ones are counted. Configuration errors raise (ValueError subclasses) when the hook is
 made, or at the first step for collections configured after it was made.
+
+Profiling: with a profiler configuration (``profiler_config=``, TRAINSCOPE_PROFILER_CONFIG or
+SMPROFILER_CONFIG_PATH) the hook records step, forward, backward, optimizer, data-loader and user
+(``with hook.profile("name"):``) spans, torch.profiler and cProfile windows, and optionally system
+metrics; see trainscope.profiler and docs/formats/framework_profiling.md. Without one, no
+profiling callback is installed.
 """
 
 import atexit
+import contextlib
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -40,6 +48,8 @@ from ._device import DeviceStepBuffer
 from .collection import Collection, CollectionKeys
 
 DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
+_NULL_SPAN = contextlib.nullcontext()
+_now_ns = time.time_ns
 
 
 def _value_error(e):
@@ -127,7 +137,9 @@ class Hook:
         rank=None,
         world_size=None,
         quiet=False,
+        profiler_config=None,
         _core_hook=None,
+        _hook_json_path=None,
     ):
         core = _load_core()
         if _core_hook is None:
@@ -185,6 +197,10 @@ class Hook:
         self._handles = []
         self._wrappers = {}  # collection name -> Collection
         self._device = DeviceStepBuffer(core.STATS_FIELDS)
+        # Framework metrics (trainscope.profiler): None when the profiler is off, and then no
+        # profiling callback exists anywhere (the only cost is this attribute's None tests).
+        self._prof = None
+        self._init_profiler(profiler_config, _hook_json_path)
         singleton.set_hook(self)
         atexit.register(self._atexit)
 
@@ -207,7 +223,7 @@ class Hook:
             core_hook = _load_core().Hook.from_json_file(path, overrides)
         except ValueError as e:
             raise _value_error(e) from None
-        hook = cls(_core_hook=core_hook)
+        hook = cls(_core_hook=core_hook, _hook_json_path=path)
         hook._prepared = True  # a JSON configuration was checked whole
         return hook
 
@@ -232,6 +248,8 @@ class Hook:
             raise SMDebugValueError(
                 f"Invalid mode {mode}. Valid modes are {','.join(_modes.ALLOWED_MODE_NAMES)}."
             ) from None
+        if self._prof is not None:
+            self._prof.on_mode_change()
         self._c.set_mode(m.value)
 
     def _explicit_step(self):
@@ -252,6 +270,9 @@ class Hook:
     def _boundary(self):
         if self._closed:
             return
+        prof = self._prof
+        if prof is not None:
+            t_ns = _now_ns()
         if self._stop_file is not None and os.path.exists(self._stop_file):
             self._stop_requested()
         if not self._prepared:
@@ -263,6 +284,8 @@ class Hook:
             self._io_counts.clear()
         if saving:
             self._save_params()
+        if prof is not None:
+            prof.on_step(t_ns, self._c.mode, self._c.mode_step, self._c.step_number)
 
     def _stop_requested(self):
         """A rule (or a person) asked the training to stop: flush and close the trial, say why,
@@ -321,6 +344,8 @@ class Hook:
             sub._ts_name = top_name if sub is top else name
         self._top_modules.append(top)
         self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+        if self._prof is not None:  # after the step boundary's pre-hook: forward starts after it
+            self._prof.attach_module(module, top_name)
         if compiled:
             # Hooks inside a compiled graph would break it: the wrapper's output only.
             module._ts_name = top_name
@@ -531,7 +556,73 @@ class Hook:
             self._flush_device()
         self._closed = True
         self._saving = False
+        if self._prof is not None:
+            self._prof.close()
         self._c.close()
+
+    # ---- profiler (framework metrics) ---------------------------------------------------------
+
+    def _init_profiler(self, profiler_config, hook_json_path):
+        """Starts the framework profiler when a configuration turns it on (the argument, a
+        ProfilingParameters object in the hook's JSON, or TRAINSCOPE_PROFILER_CONFIG /
+        SMPROFILER_CONFIG_PATH). An invalid configuration given as an argument raises; one
+        found in a file is reported and the profiler stays off (training goes on)."""
+        from ..profiler import config as _pconfig
+
+        try:
+            cfg = _pconfig.resolve(profiler_config, hook_json_path)
+        except (ValueError, OSError) as e:
+            if profiler_config is not None:
+                raise SMDebugValueError(f"profiler_config: {e}") from None
+            print(f"trainscope: profiler off: {e}", file=sys.stderr, flush=True)
+            return
+        if cfg is None or not cfg.enabled:
+            return
+        if self.dry_run:  # every worker records its own timeline (node ids differ); dry_run none
+            return
+        from ..profiler.recorder import FrameworkProfiler
+
+        try:
+            self._prof = FrameworkProfiler(cfg, self.out_dir, is_chief=self._is_chief_worker(),
+                                           report=self._report)
+        except Exception as e:  # fail open: training goes on without framework metrics
+            self._prof = None
+            print(f"trainscope: profiler off: {type(e).__name__}: {e}", file=sys.stderr,
+                  flush=True)
+
+    def _is_chief_worker(self):
+        rank, _ = _dist_rank_world()
+        if rank is None:
+            rank = int(os.environ.get("RANK", "0") or 0)
+        return rank == 0
+
+    def profile(self, name, **args):
+        """``with hook.profile("name"):`` records the block as a UserSpan event (args become the
+        event's args). A no-op context when the profiler is off."""
+        if self._prof is None or self._prof.closed:
+            return _NULL_SPAN
+        return self._prof.user_span(name, args)
+
+    def get_profiler_data(self, system=True):
+        """What the profiler has captured so far (trainscope.profiler.ProfilerData): spans,
+        torch.profiler trace paths, Python stats folders, and (system=True) the system metrics
+        written so far under the profiler's folder. None when the profiler is off."""
+        prof = self._prof
+        if prof is None:
+            return None
+        from ..profiler import MetricsReader, ProfilerData
+
+        prof.flush()
+        sys_events = []
+        if system:
+            try:
+                sys_events = MetricsReader(prof.base_dir).system_metrics()
+            except Exception as e:
+                self._report("(profiler data)", e)
+        w = prof.writer
+        return ProfilerData(list(prof.events), prof.detailed_traces, prof.python_stats,
+                            sys_events, prof.base_dir, prof.node_id,
+                            (w.events_recorded, w.events_written, w.events_dropped))
 
     def _atexit(self):
         try:

@@ -3,9 +3,9 @@
 
 Run after make_fixtures.py, with the same virtualenv:
 
-    /tmp/tv/bin/python tests/data/smdebug/dump_expected.py            # all fixtures
-    /tmp/tv/bin/python tests/data/smdebug/dump_expected.py dtypes     # just one
-    /tmp/tv/bin/python tests/data/smdebug/dump_expected.py --check    # exit 1 if a file is stale
+    .venv/bin/python tests/data/smdebug/dump_expected.py            # all fixtures
+    .venv/bin/python tests/data/smdebug/dump_expected.py dtypes     # just one
+    .venv/bin/python tests/data/smdebug/dump_expected.py --check    # exit 1 if a file is stale
 
 Every answer comes from smdebug.trials.create_trial(<fixture>) and its Trial/Tensor methods; where
 smdebug raises, the exception's class name is recorded instead ({"error": "StepUnavailable"}).

@@ -3,8 +3,8 @@
 
 Run with the project virtualenv (smdebug 1.0.34, torch, numpy 2.x):
 
-    /tmp/tv/bin/python tests/data/smdebug/make_fixtures.py            # all fixtures
-    /tmp/tv/bin/python tests/data/smdebug/make_fixtures.py dtypes     # just one
+    .venv/bin/python tests/data/smdebug/make_fixtures.py            # all fixtures
+    .venv/bin/python tests/data/smdebug/make_fixtures.py dtypes     # just one
 
 Each fixture folder tests/data/smdebug/<name>/ is deleted and written again. Tensor values are
 deterministic (fixed seeds, CPU, one torch thread; the script re-executes itself with

@@ -2,7 +2,7 @@
 
 Two snapshots, 0.5 s apart in the tests, whose differences give exact rates; the expected values are
 derived in the test from the numbers below (see the comments there). Run from this folder:
-    /tmp/tv/bin/python make_proc_fixture.py
+    .venv/bin/python make_proc_fixture.py
 """
 import os
 

@@ -1,0 +1,595 @@
+"""FrameworkProfiler: the hook's framework metrics, written through the C++ TimelineWriter.
+
+What it records (Chrome trace events in smdebug's framework/pevents layout,
+docs/formats/timeline.md; phase names are smdebug's where smdebug has one):
+
+=============================  ============================================  =====================
+phase                          span                                          name
+=============================  ============================================  =====================
+``Step:ModeKeys.<MODE>``       one step boundary to the next (or set_mode /  ``Step:ModeKeys.TRAIN``
+                               close): forward, backward, optimizer and the
+                               wait for the next batch all nest inside
+``Forward``                    a forward call of a registered module         the module's class
+``Backward(post-forward)``     the gradient reaching the module's output to  the module's class
+                               the end of the autograd pass
+``Optimizer``                  ``optimizer.step()``                          ``<Optimizer>.step``
+``DataLoaderIter``             the training loop waiting in ``next()`` on a  ``<Iter>::GetNext``
+                               torch DataLoader iterator
+``DataLoaderIterInitialize``   ``iter(loader)`` (worker start-up)            ``<Iter>.__init__``
+``UserSpan``                   ``with hook.profile(name):``                  ``name``
+=============================  ============================================  =====================
+
+Every event carries ``args.step_num`` (the mode step, a string, as smdebug writes it) and
+``args.pid``; step events also ``global_step``.
+
+Windows: DetailedProfilingConfig runs torch.profiler over its steps and saves the Chrome trace
+under ``framework/pytorch/detailed_profiling/<YYYYMMDDHH>/<start step>/``; PythonProfilingConfig
+runs cProfile (or pyinstrument) per step and saves the stats where smdebug does
+(``framework/pytorch/<cprofile|pyinstrument>/<node>/<start>_<end>/python_stats``).
+
+Cost: spans are timed with time.time_ns() in Python and handed to C++ in one call that appends
+to a buffer (no I/O, no JSON, no device sync). A step where the profiler is off costs nothing:
+no callback is installed. Errors in any callback are reported once and never reach training.
+"""
+
+import collections
+import os
+import sys
+import time
+
+import torch
+
+from .._native import load as _load_core
+
+STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
+               4: "Step:ModeKeys.GLOBAL"}
+MODE_NAMES = {1: "train", 2: "eval", 3: "predict", 4: "global"}
+FORWARD = "Forward"
+BACKWARD = "Backward(post-forward)"
+OPTIMIZER = "Optimizer"
+DATALOADER = "DataLoaderIter"
+DATALOADER_INIT = "DataLoaderIterInitialize"
+USER = "UserSpan"
+DETAILED_DIR = os.path.join("framework", "pytorch", "detailed_profiling")
+MAX_KEPT_EVENTS = 200_000  # what get_profiler_data() can return (oldest dropped first)
+
+_now_ns = time.time_ns
+
+
+class _Window:
+    """A step or time window, with the semantics of smdebug's can_start_profiling (and of the
+    C++ ProfileRange::ShouldProfile): a missing StartStep is the first step asked about, a
+    missing NumSteps 1; a time window without a duration covers one step."""
+
+    def __init__(self, rng):
+        self.enabled = bool(rng.get("enabled"))
+        self.start_step = rng.get("start_step")
+        self.num_steps = rng.get("num_steps")
+        self.start_time = rng.get("start_time_s")
+        self.duration = rng.get("duration_s")
+        self.profiler_name = rng.get("profiler_name") or "cprofile"
+        self.cprofile_timer = rng.get("cprofile_timer") or "total_time"
+        self._end_step = None
+        self._end_time = None
+        self._time_based = self.start_time is not None or self.duration is not None
+
+    def contains(self, step, now_s):
+        if not self.enabled:
+            return False
+        if self._time_based:
+            if self.start_time is None:
+                self.start_time = now_s
+            if self.duration is None:  # one step from the first one at or after the start
+                if self._end_step is None and now_s >= self.start_time:
+                    self._end_step = step + 1
+                return self._end_step is not None and step < self._end_step
+            return self.start_time <= now_s < self.start_time + self.duration
+        if self.start_step is None:
+            self.start_step = step
+        if self._end_step is None:
+            self._end_step = self.start_step + (1 if self.num_steps is None else self.num_steps)
+        return self.start_step <= step < self._end_step
+
+
+def _first_grad_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value if value.requires_grad else None
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            t = _first_grad_tensor(v)
+            if t is not None:
+                return t
+    elif isinstance(value, dict):
+        for v in value.values():
+            t = _first_grad_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+# ---- the data-loader patch (one per process, pointing at the active profiler) -------------------
+
+_active = None  # the FrameworkProfiler that records data-loader waits, or None
+_patched = None  # (iterator class, original __next__, DataLoader, original _get_iterator)
+
+
+def _install_dataloader_patch():
+    global _patched
+    if _patched is not None:
+        return
+    from torch.utils.data import DataLoader
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    orig_next = _BaseDataLoaderIter.__next__
+    orig_get_iter = DataLoader._get_iterator
+
+    def __next__(self):  # noqa: N807
+        prof = _active
+        if prof is None:
+            return orig_next(self)
+        t0 = _now_ns()
+        try:
+            return orig_next(self)
+        finally:
+            prof._dataloader_wait(type(self).__name__, t0, _now_ns())
+
+    def _get_iterator(self):
+        prof = _active
+        if prof is None:
+            return orig_get_iter(self)
+        t0 = _now_ns()
+        it = orig_get_iter(self)
+        prof._dataloader_init(type(it).__name__, t0, _now_ns())
+        return it
+
+    _BaseDataLoaderIter.__next__ = __next__
+    DataLoader._get_iterator = _get_iterator
+    _patched = (_BaseDataLoaderIter, orig_next, DataLoader, orig_get_iter)
+
+
+def _remove_dataloader_patch():
+    global _patched
+    if _patched is None:
+        return
+    it_cls, orig_next, dl_cls, orig_get_iter = _patched
+    it_cls.__next__ = orig_next
+    dl_cls._get_iterator = orig_get_iter
+    _patched = None
+
+
+class _UserSpan:
+    """``with hook.profile("name"):`` -- one UserSpan event for the block."""
+
+    __slots__ = ("_prof", "_name", "_args", "_t0")
+
+    def __init__(self, prof, name, args):
+        self._prof = prof
+        self._name = name
+        self._args = args
+        self._t0 = 0
+
+    def __enter__(self):
+        self._t0 = _now_ns()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._prof._user_span(self._name, self._t0, _now_ns(), self._args)
+        return False
+
+
+class FrameworkProfiler:
+    """Records a hook's framework metrics; made by the hook when the profiler is on.
+
+    Not thread-safe in general (callbacks come from the training thread), except that backward
+    ends may be recorded on autograd's thread and the writer is thread-safe."""
+
+    def __init__(self, cfg, out_dir, is_chief=True, report=None):
+        core = _load_core()
+        p = cfg.parsed
+        self.base_dir = cfg.local_path if cfg.explicit_local_path else out_dir
+        self.node_id = core.default_timeline_node_id()
+        self._report_fn = report
+        self._reported = set()
+        self.writer = core.TimelineWriter(
+            self.base_dir, node_id=self.node_id,
+            max_file_size_bytes=int(p["rotate_max_file_size_bytes"]),
+            close_interval_seconds=float(p["rotate_file_close_interval_seconds"]),
+            file_open_fail_threshold=int(p["file_open_fail_threshold"]))
+        self._record = self.writer.record
+        self.events = collections.deque(maxlen=MAX_KEPT_EVENTS)
+        self._keep = self.events.append
+        # step state
+        self._step_t0 = None
+        self._step_phase = STEP_PHASES[4]
+        self._step_num = -1  # mode step of the step in progress (-1: none yet)
+        self._global_step = -1
+        self._mode = 4
+        # forward / backward state
+        self._fwd_stack = []
+        self._bwd_armed = False
+        self._bwd_t0 = None
+        self._bwd_name = ""
+        self._opt_t0 = {}
+        self._handles = []
+        # windows
+        self._detailed = _Window(cfg.range("detailed_profiling"))
+        self._python = _Window(cfg.range("python_profiling"))
+        dl = cfg.range("dataloader_profiling")
+        self._dataloader_window = _Window(dl) if dl.get("specified") else None
+        self._torch_prof = None
+        self._torch_prof_start = None  # (global step, epoch us)
+        self._window_steps = []  # (start_us, end_us, mode step) of steps inside the window
+        self._py_prof = None
+        self._py_prof_start = None  # (mode name, global step, epoch us)
+        self.detailed_traces = []
+        self.python_stats = []
+        self.closed = False
+        # system sampler
+        self.sampler = None
+        ssm = cfg.start_system_monitor
+        if ssm is True or (ssm == "auto" and is_chief and os.environ.get("TRAINSCOPE_RUN") != "1"):
+            self._start_sampler(core, p.get("system_monitor_interval_millis"))
+        # global callbacks
+        try:
+            from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                               register_optimizer_step_pre_hook)
+
+            self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
+            self._handles.append(register_optimizer_step_post_hook(self._opt_post))
+        except ImportError:  # torch < 2.0: no global optimizer hooks
+            self._report("optimizer", "this torch has no global optimizer hooks; no Optimizer spans")
+        global _active
+        _install_dataloader_patch()
+        _active = self
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def _report(self, where, e):
+        key = (where, type(e).__name__ if isinstance(e, BaseException) else str(e))
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        msg = f"trainscope: profiler ({where}): {e}; profiling goes on without it"
+        if self._report_fn is not None:
+            try:
+                self._report_fn(where, e)
+                return
+            except Exception:
+                pass
+        print(msg, file=sys.stderr, flush=True)
+
+    def _span(self, phase, name, t0_ns, t1_ns, step):
+        s = t0_ns // 1000
+        d = t1_ns // 1000 - s
+        self._record(phase, name, s, d, step)
+        self._keep((phase, name, s, d, step))
+
+    def _start_sampler(self, core, interval):
+        try:
+            self.sampler = core.SystemSampler(
+                self.base_dir, interval_millis=int(interval or 500), node_index=1,
+                root_pid=os.getpid())
+            self.sampler.start()
+        except Exception as e:
+            self.sampler = None
+            self._report("system sampler", e)
+
+    # ---- steps -----------------------------------------------------------------------------------
+
+    def on_step(self, t_ns, mode, mode_step, global_step):
+        """A step boundary that began at t_ns (the hook calls it after starting the step)."""
+        try:
+            if self._step_t0 is not None:
+                self._end_step(t_ns)
+            self._step_t0 = t_ns
+            self._mode = mode
+            self._step_phase = STEP_PHASES.get(mode, STEP_PHASES[4])
+            self._step_num = mode_step
+            self._global_step = global_step
+            self._bwd_armed = False
+            if self._detailed.enabled or self._python.enabled:
+                self._windows(global_step, t_ns / 1e9)
+        except Exception as e:
+            self._report("step", e)
+
+    def _end_step(self, t_ns):
+        phase = self._step_phase
+        s = self._step_t0 // 1000
+        d = t_ns // 1000 - s
+        self._record(phase, phase, s, d, self._step_num,
+                     {"global_step": self._global_step})
+        self._keep((phase, phase, s, d, self._step_num))
+        self._step_t0 = None
+        if self._torch_prof is not None:
+            self._window_steps.append((s, s + d, self._step_num))
+
+    def on_mode_change(self):
+        """set_mode: the step in progress ends now (the next one starts at the next boundary)."""
+        if self._step_t0 is not None:
+            try:
+                self._end_step(_now_ns())
+            except Exception as e:
+                self._report("step", e)
+        self._step_num = -1  # until the next boundary, events belong to no step
+
+    def _windows(self, step, now_s):
+        if self._detailed.enabled:
+            inside = self._detailed.contains(step, now_s)
+            if self._torch_prof is not None and not inside:
+                self._stop_detailed()
+            elif self._torch_prof is None and inside:
+                self._start_detailed(step)
+        if self._python.enabled:
+            if self._py_prof is not None:
+                self._stop_python(MODE_NAMES.get(self._mode, "global"), step, "stepstart")
+            if self._python.contains(step, now_s):
+                self._start_python(step)
+
+    # ---- forward / backward / optimizer ----------------------------------------------------------
+
+    def attach_module(self, module, name):
+        """Times forward (and the backward that follows) of a registered top module."""
+        module._ts_prof_name = name
+        self._handles.append(module.register_forward_pre_hook(self._fwd_pre))
+        self._handles.append(module.register_forward_hook(self._fwd_post))
+
+    def _fwd_pre(self, module, inputs):
+        self._fwd_stack.append(_now_ns())
+
+    def _fwd_post(self, module, inputs, outputs):
+        if not self._fwd_stack:
+            return
+        t0 = self._fwd_stack.pop()
+        name = module.__dict__.get("_ts_prof_name", "Module")
+        try:
+            self._span(FORWARD, name, t0, _now_ns(), self._step_num)
+            if not self._bwd_armed and torch.is_grad_enabled():
+                t = _first_grad_tensor(outputs)
+                if t is not None:
+                    self._bwd_name = name
+                    t.register_hook(self._bwd_start)
+                    self._bwd_armed = True
+        except Exception as e:
+            self._report("forward", e)
+
+    def _bwd_start(self, grad):
+        if self._bwd_t0 is None:
+            self._bwd_t0 = _now_ns()
+            try:
+                torch.autograd.Variable._execution_engine.queue_callback(self._bwd_end)
+            except Exception as e:
+                self._bwd_t0 = None
+                self._report("backward", e)
+        return None
+
+    def _bwd_end(self):
+        t0, self._bwd_t0 = self._bwd_t0, None
+        self._bwd_armed = False
+        if t0 is not None:
+            try:
+                self._span(BACKWARD, self._bwd_name, t0, _now_ns(), self._step_num)
+            except Exception as e:
+                self._report("backward", e)
+
+    def _opt_pre(self, optimizer, args, kwargs):
+        self._opt_t0[id(optimizer)] = _now_ns()
+
+    def _opt_post(self, optimizer, args, kwargs):
+        t0 = self._opt_t0.pop(id(optimizer), None)
+        if t0 is not None:
+            try:
+                self._span(OPTIMIZER, type(optimizer).__name__ + ".step", t0, _now_ns(),
+                           self._step_num)
+            except Exception as e:
+                self._report("optimizer", e)
+
+    # ---- data loader and user spans --------------------------------------------------------------
+
+    def _dataloader_wait(self, iter_name, t0, t1):
+        try:
+            w = self._dataloader_window
+            if w is not None and not w.contains(self._global_step, t0 / 1e9):
+                return
+            self._span(DATALOADER, iter_name + "::GetNext", t0, t1, self._step_num)
+        except Exception as e:
+            self._report("data loader", e)
+
+    def _dataloader_init(self, iter_name, t0, t1):
+        try:
+            self._span(DATALOADER_INIT, iter_name + ".__init__", t0, t1, self._step_num)
+        except Exception as e:
+            self._report("data loader", e)
+
+    def user_span(self, name, args=None):
+        return _UserSpan(self, str(name), args or None)
+
+    def _user_span(self, name, t0, t1, args):
+        try:
+            s = t0 // 1000
+            d = t1 // 1000 - s
+            self._record(USER, name, s, d, self._step_num, args)
+            self._keep((USER, name, s, d, self._step_num))
+        except Exception as e:
+            self._report("user span", e)
+
+    # ---- detailed profiling (torch.profiler) -----------------------------------------------------
+
+    def _start_detailed(self, step):
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            acts = [ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                acts.append(ProfilerActivity.CUDA)
+            prof = profile(activities=acts, record_shapes=False, with_stack=False)
+            prof.start()
+            self._torch_prof = prof
+            self._torch_prof_start = (step, _now_ns() // 1000)
+        except Exception as e:
+            self._torch_prof = None
+            self._report("torch.profiler", e)
+
+    def _stop_detailed(self):
+        prof, self._torch_prof = self._torch_prof, None
+        if prof is None:
+            return
+        try:
+            prof.stop()
+            step, start_us = self._torch_prof_start
+            end_us = _now_ns() // 1000
+            hour = time.strftime("%Y%m%d%H", time.gmtime(start_us / 1e6))
+            folder = os.path.join(self.base_dir, DETAILED_DIR, hour, f"{step:09d}")
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"{self.node_id}_{start_us}_{end_us}.pt.trace.json")
+            tmp = os.path.join(folder, f".{self.node_id}_{start_us}.tmp")
+            prof.export_chrome_trace(tmp)
+            os.replace(tmp, path)
+            self.detailed_traces.append(path)
+            self._record_operators(path)
+        except Exception as e:
+            self._report("torch.profiler", e)
+        self._window_steps = []
+
+    def _record_operators(self, path):
+        """The trace's operators also go into the timeline as smdebug's PyTorch hook writes
+        them: phase ``cpu_functions`` (CPU operators) and ``gpu_functions-dev:<n>`` (kernels),
+        with the step each began in, so readers of framework/pevents (smdebug's, the profiler
+        rules) see them."""
+        import bisect
+        import json
+
+        with open(path) as f:
+            trace = json.load(f)
+        base_us = trace.get("baseTimeNanoseconds", 0) / 1000.0
+        steps = sorted(self._window_steps)
+        starts = [a for a, _, _ in steps]
+        for e in trace.get("traceEvents", []):
+            if e.get("ph") != "X":
+                continue
+            cat = e.get("cat")
+            if cat == "cpu_op":
+                phase = "cpu_functions"
+            elif cat == "kernel":
+                phase = "gpu_functions-dev:" + str((e.get("args") or {}).get("device", 0))
+            else:
+                continue
+            start = int(base_us + float(e.get("ts", 0)))
+            i = bisect.bisect_right(starts, start) - 1
+            step = steps[i][2] if i >= 0 and start < steps[i][1] else -1
+            self._record(phase, str(e.get("name", "")), start, int(float(e.get("dur", 0))), step)
+
+    # ---- Python profiling (cProfile / pyinstrument) ----------------------------------------------
+
+    def _start_python(self, step):
+        try:
+            name = self._python.profiler_name
+            prof = None
+            if name == "pyinstrument":
+                try:
+                    import pyinstrument
+
+                    prof = ("pyinstrument", pyinstrument.Profiler())
+                except ImportError:
+                    self._report("python profiling",
+                                 "pyinstrument is not installed (pip install pyinstrument); "
+                                 "using cProfile")
+            if prof is None:
+                import cProfile
+
+                timer = self._python.cprofile_timer
+                if timer == "cpu_time":
+                    p = cProfile.Profile(time.process_time)
+                elif timer == "off_cpu_time":
+                    p = cProfile.Profile(lambda: time.perf_counter() - time.process_time())
+                else:
+                    p = cProfile.Profile()
+                prof = ("cprofile", p)
+            self._py_prof_start = (MODE_NAMES.get(self._mode, "global"), step, _now_ns() // 1000)
+            self._py_prof = prof
+            if prof[0] == "pyinstrument":
+                prof[1].start()
+            else:
+                prof[1].enable()
+        except Exception as e:
+            self._py_prof = None
+            self._report("python profiling", e)
+
+    def _stop_python(self, end_mode, end_step, end_phase):
+        prof, self._py_prof = self._py_prof, None
+        if prof is None:
+            return
+        try:
+            kind, p = prof
+            if kind == "pyinstrument":
+                p.stop()
+            else:
+                p.disable()
+            start_mode, start_step, start_us = self._py_prof_start
+            end_us = _now_ns() // 1000
+            folder = os.path.join(
+                self.base_dir, "framework", "pytorch", kind, self.node_id,
+                f"{start_mode}-{start_step}-stepstart-{start_us}_"
+                f"{end_mode}-{end_step}-{end_phase}-{end_us}")
+            os.makedirs(folder, exist_ok=True)
+            if kind == "pyinstrument":
+                from pyinstrument.renderers import JSONRenderer
+
+                _write_atomic(os.path.join(folder, "python_stats.json"),
+                              p.output(JSONRenderer()))
+                _write_atomic(os.path.join(folder, "python_stats.html"), p.output_html())
+            else:
+                tmp = os.path.join(folder, ".python_stats.tmp")
+                p.dump_stats(tmp)
+                os.replace(tmp, os.path.join(folder, "python_stats"))
+            self.python_stats.append(folder)
+        except Exception as e:
+            self._report("python profiling", e)
+
+    # ---- end -------------------------------------------------------------------------------------
+
+    def flush(self):
+        try:
+            self.writer.flush()
+        except Exception as e:
+            self._report("timeline", e)
+
+    def close(self):
+        """Ends the step in progress and the windows, finishes the timeline file, stops the
+        sampler and removes every callback. Idempotent."""
+        global _active
+        if self.closed:
+            return
+        self.closed = True
+        if _active is self:
+            _active = None
+            _remove_dataloader_patch()
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:
+                pass
+        self._handles.clear()
+        if self._step_t0 is not None:
+            try:
+                self._end_step(_now_ns())
+            except Exception as e:
+                self._report("step", e)
+        self._stop_detailed()
+        self._stop_python("posthookclose", "*", "end")
+        try:
+            self.writer.close()
+        except Exception as e:
+            self._report("timeline", e)
+        if self.sampler is not None:
+            try:
+                self.sampler.sample_now()  # the last minute's numbers, up to the end
+                self.sampler.stop()
+            except Exception as e:
+                self._report("system sampler", e)
+
+
+def _write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

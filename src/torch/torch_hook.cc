@@ -1,0 +1,462 @@
+// TorchHook (trainscope/torch_hook.h): LibTorch tensors and modules on top of trainscope::Hook.
+// The only translation unit of the module: LibTorch's headers are heavy.
+#include "trainscope/torch_hook.h"
+
+#include <atomic>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace trainscope {
+namespace {
+
+constexpr std::string_view kGradientPrefix = "gradient/";
+constexpr std::string_view kOutputSuffix = "_output_";
+
+// The message of an exception thrown by LibTorch, without c10's C++ backtrace.
+std::string ExceptionMessage(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+Status TorchError(std::string_view what, const std::exception& e) {
+  return Status::InvalidArgument("LibTorch failed while " + std::string(what) + ": " +
+                                 ExceptionMessage(e));
+}
+
+}  // namespace
+
+std::string TorchModuleName(const ::torch::nn::Module& module) {
+  const std::string& full = module.name();
+  // The last component at template depth 0: "a::b<c::d>::E<f>" -> "E<f>".
+  size_t begin = 0;
+  int depth = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    const char c = full[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth == 0 && c == ':' && i + 1 < full.size() && full[i + 1] == ':') begin = i + 2;
+  }
+  std::string name = full.substr(begin);
+  if (auto lt = name.find('<'); lt != std::string::npos) name.resize(lt);  // no template args
+  constexpr std::string_view kImpl = "Impl";
+  if (name.size() > kImpl.size() && name.ends_with(kImpl)) name.resize(name.size() - kImpl.size());
+  return name.empty() ? full : name;
+}
+
+DType TorchDType(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Half: return DType::kF16;
+    case c10::ScalarType::BFloat16: return DType::kBF16;
+    case c10::ScalarType::Float: return DType::kF32;
+    case c10::ScalarType::Double: return DType::kF64;
+    case c10::ScalarType::Char: return DType::kI8;
+    case c10::ScalarType::Short: return DType::kI16;
+    case c10::ScalarType::Int: return DType::kI32;
+    case c10::ScalarType::Long: return DType::kI64;
+    case c10::ScalarType::Byte: return DType::kU8;
+    case c10::ScalarType::UInt16: return DType::kU16;
+    case c10::ScalarType::UInt32: return DType::kU32;
+    case c10::ScalarType::UInt64: return DType::kU64;
+    case c10::ScalarType::Bool: return DType::kBool;
+    case c10::ScalarType::ComplexFloat: return DType::kComplex64;
+    case c10::ScalarType::ComplexDouble: return DType::kComplex128;
+    default: return DType::kInvalid;
+  }
+}
+
+Result<TensorView> TorchTensorView(const at::Tensor& t) {
+  if (!t.defined()) return Status::InvalidArgument("the tensor is undefined (no value)");
+  if (!t.device().is_cpu()) {
+    return Status::InvalidArgument("the tensor is on " + t.device().str() +
+                                   ": copy it to the host with .cpu() first");
+  }
+  if (t.layout() != at::kStrided) {
+    return Status::InvalidArgument("the tensor is not dense: convert it with .to_dense() first");
+  }
+  if (t.is_conj() || t.is_neg()) {
+    return Status::InvalidArgument(
+        "the tensor is a lazy conjugate or negation: call .resolve_conj().resolve_neg() first");
+  }
+  const DType dtype = TorchDType(t.scalar_type());
+  if (dtype == DType::kInvalid) {
+    return Status::InvalidArgument("trainscope cannot store dtype " +
+                                   std::string(c10::toString(t.scalar_type())) +
+                                   ": convert the tensor, e.g. with .to(torch::kFloat)");
+  }
+  TensorView v;
+  v.dtype = dtype;
+  v.data = t.data_ptr();  // includes the storage offset
+  v.shape = t.sizes().vec();
+  if (!t.is_contiguous()) v.strides = t.strides().vec();
+  return v;
+}
+
+Result<TensorStats> TorchTensorStats(const at::Tensor& t) {
+  if (!t.defined()) return Status::InvalidArgument("the tensor is undefined (no value)");
+  TensorStats s;
+  s.min = s.abs_min = std::numeric_limits<double>::infinity();
+  s.max = s.abs_max = -std::numeric_limits<double>::infinity();
+  try {
+    at::NoGradGuard no_grad;
+    s.count = t.numel();
+    if (s.count == 0) return s;
+    at::Tensor x = t.detach();
+    if (x.is_complex()) x = x.to(at::kComplexDouble).abs();  // |x| in double, as ComputeStats
+    x = x.reshape({-1}).to(at::kDouble);
+    const at::Tensor a = x.abs();
+    const at::Tensor mean = x.mean();
+    const at::Tensor abs_mean = a.mean();
+    const at::Tensor parts = at::stack({
+        x.isnan().sum().to(at::kDouble),
+        x.isinf().sum().to(at::kDouble),
+        x.eq(0).sum().to(at::kDouble),
+        x.min(),
+        x.max(),
+        a.min(),
+        a.max(),
+        x.sum(),
+        a.sum(),
+        x.square().sum(),
+        mean,
+        (x - mean).square().sum(),
+        abs_mean,
+        (a - abs_mean).square().sum(),
+        x.prod(),
+        a.prod(),
+    });
+    const at::Tensor host = parts.cpu();  // the one transfer (and sync) for a device tensor
+    const double* p = host.data_ptr<double>();
+    s.nan_count = static_cast<int64_t>(p[0]);
+    s.inf_count = static_cast<int64_t>(p[1]);
+    s.zero_count = static_cast<int64_t>(p[2]);
+    s.min = p[3];
+    s.max = p[4];
+    s.abs_min = p[5];
+    s.abs_max = p[6];
+    s.sum = p[7];
+    s.abs_sum = p[8];
+    s.sum_sq = p[9];
+    s.mean = p[10];
+    s.m2 = p[11];
+    s.abs_mean = p[12];
+    s.abs_m2 = p[13];
+    s.prod = p[14];
+    s.abs_prod = p[15];
+  } catch (const std::exception& e) {
+    return TorchError("reducing a tensor", e);
+  }
+  return s;
+}
+
+class TorchHook::Impl {
+ public:
+  explicit Impl(std::unique_ptr<Hook> h) : hook(std::move(h)) {}
+
+  std::mutex mu;  // guards everything below and every call into `hook`
+  std::unique_ptr<Hook> hook;
+  // Mirrors hook->is_saving_step() for gradient hooks, which test it before taking the lock.
+  std::atomic<bool> saving{false};
+  bool closed = false;
+
+  struct Param {
+    std::string name;
+    at::Tensor tensor;
+  };
+  std::vector<Param> params;
+  std::vector<std::string> gradient_names;
+  struct GradientHook {
+    at::Tensor tensor;
+    unsigned handle;
+  };
+  std::vector<GradientHook> gradient_hooks;
+  std::unordered_set<const ::torch::nn::Module*> modules;
+  std::unordered_set<const c10::TensorImpl*> param_impls;
+  std::unordered_map<std::string, int> output_counts;  // "<name>_output_" -> next index, per step
+
+  // Saves `value` under `name` as the plan says. `fresh`: nobody writes into the tensor's bytes
+  // after this call (a gradient autograd handed over, a copy made here), so the writer may
+  // borrow them. REQUIRES: mu held.
+  Status Save(std::string_view name, const at::Tensor& value, bool fresh) {
+    if (closed || !hook->is_saving_step() || !value.defined()) return Status::OK();
+    if (!hook->Plan(name).save) return Status::OK();  // no conversion for what is not saved
+    at::Tensor t;
+    try {
+      t = value.detach();
+      if (t.layout() != at::kStrided) {
+        t = t.to_dense();
+        fresh = true;
+      }
+      if (t.is_conj() || t.is_neg()) {
+        t = t.resolve_conj().resolve_neg();
+        fresh = true;
+      }
+      if (TorchDType(t.scalar_type()) == DType::kInvalid) {
+        t = t.to(at::kFloat);  // float8 and other dtypes a trial cannot hold
+        fresh = true;
+      }
+      if (!t.device().is_cpu()) {
+        const TensorPlan& plan = hook->Plan(name);
+        if (!plan.save_raw && plan.histogram_tag.empty()) {
+          // Reductions and the shape only: computed on the device, 16 numbers cross.
+          auto stats = TorchTensorStats(t);
+          if (!stats.ok()) return hook->ReportError(stats.status(), name);
+          return hook->SaveStats(name, *stats, t.sizes().vec());
+        }
+        t = t.cpu();
+        fresh = true;
+      }
+    } catch (const std::exception& e) {
+      return hook->ReportError(TorchError("converting the tensor", e), name);
+    }
+    auto view = TorchTensorView(t);
+    if (!view.ok()) return hook->ReportError(view.status(), name);
+    if (fresh && view->is_contiguous()) {
+      return hook->SaveTensorNoCopy(name, *view, std::make_shared<at::Tensor>(std::move(t)));
+    }
+    return hook->SaveTensor(name, *view);  // the writer copies before returning
+  }
+
+  // "<name>_output_<i>": the next index of `name` in this step. REQUIRES: mu held.
+  std::string NextOutputName(std::string_view name) {
+    std::string prefix = std::string(name) + std::string(kOutputSuffix);
+    int& next = output_counts[prefix];
+    return prefix + std::to_string(next++);
+  }
+
+  void OnGradient(const std::string& name, const at::Tensor& grad) {
+    if (!saving.load(std::memory_order_acquire)) return;
+    try {
+      std::lock_guard<std::mutex> lock(mu);
+      Save(name, grad, /*fresh=*/true);
+    } catch (const std::exception& e) {  // never into autograd
+      try {
+        std::lock_guard<std::mutex> lock(mu);
+        hook->ReportError(TorchError("saving a gradient", e), name);
+      } catch (...) {
+      }
+    }
+  }
+
+  // Removes the gradient hooks. REQUIRES: mu held.
+  void RemoveGradientHooks() {
+    for (auto& g : gradient_hooks) {
+      try {
+        g.tensor.remove_hook(g.handle);
+      } catch (const std::exception&) {
+        // The gradient hook checks `closed` (through `saving`) and does nothing.
+      }
+    }
+    gradient_hooks.clear();
+  }
+
+  Status CloseLocked() {
+    if (closed) return hook->first_error();
+    saving.store(false, std::memory_order_release);
+    closed = true;
+    RemoveGradientHooks();
+    return hook->Close();
+  }
+};
+
+Result<std::unique_ptr<TorchHook>> TorchHook::Create(HookConfig config) {
+  TS_ASSIGN_OR_RETURN(auto hook, Hook::Create(std::move(config)));
+  return std::make_unique<TorchHook>(std::move(hook));
+}
+
+Result<std::unique_ptr<TorchHook>> TorchHook::CreateFromJsonFile(const std::string& path) {
+  TS_ASSIGN_OR_RETURN(auto hook, Hook::CreateFromJsonFile(path));
+  return std::make_unique<TorchHook>(std::move(hook));
+}
+
+TorchHook::TorchHook(std::unique_ptr<Hook> hook) : impl_(std::make_shared<Impl>(std::move(hook))) {}
+
+TorchHook::~TorchHook() { Close(); }
+
+Hook& TorchHook::hook() { return *impl_->hook; }
+
+Status TorchHook::RegisterModule(const ::torch::nn::Module& module, std::string name) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed) {
+    return Status::InvalidArgument("the hook is closed: register modules before Close()");
+  }
+  try {
+    if (name.empty()) name = TorchModuleName(module);
+    if (d.modules.count(&module) > 0) {
+      return Status::InvalidArgument("module " + name +
+                                     " is registered already: register each module once");
+    }
+    std::vector<std::pair<std::string, at::Tensor>> fresh;
+    std::unordered_set<const c10::TensorImpl*> seen;
+    for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+      const at::Tensor& p = item.value();
+      const c10::TensorImpl* impl = p.unsafeGetTensorImpl();
+      if (!seen.insert(impl).second) continue;  // shared: saved under its first path
+      if (d.param_impls.count(impl) > 0) {
+        return Status::InvalidArgument(
+            "parameter " + item.key() + " of module " + name +
+            " is registered already (through another module): register the outermost module "
+            "only");
+      }
+      fresh.emplace_back(name + "_" + item.key(), p);
+    }
+    std::weak_ptr<Impl> weak = impl_;
+    for (auto& [pname, p] : fresh) {
+      d.param_impls.insert(p.unsafeGetTensorImpl());
+      if (p.requires_grad()) {  // frozen parameters get no gradient hook
+        std::string gname = std::string(kGradientPrefix) + pname;
+        const unsigned handle = p.register_hook([weak, gname](const at::Tensor& grad) {
+          if (auto impl = weak.lock()) impl->OnGradient(gname, grad);
+        });
+        d.gradient_hooks.push_back({p, handle});
+        d.gradient_names.push_back(std::move(gname));
+      }
+      d.params.push_back({std::move(pname), std::move(p)});
+    }
+    d.modules.insert(&module);
+  } catch (const std::exception& e) {
+    return TorchError("registering module " + name, e);
+  }
+  return Status::OK();
+}
+
+void TorchHook::SetMode(Mode m) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->hook->SetMode(m);
+}
+
+Mode TorchHook::mode() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->mode();
+}
+
+int64_t TorchHook::step() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->step();
+}
+
+int64_t TorchHook::mode_step() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->mode_step();
+}
+
+bool TorchHook::Step() {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed) return false;
+  d.output_counts.clear();
+  const bool saving = d.hook->Step();
+  d.saving.store(saving, std::memory_order_release);
+  if (saving) {
+    for (const auto& p : d.params) d.Save(p.name, p.tensor, /*fresh=*/false);
+  }
+  return saving;
+}
+
+void TorchHook::EndStep() {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.saving.store(false, std::memory_order_release);
+  d.hook->EndStep();
+}
+
+bool TorchHook::is_saving_step() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return !impl_->closed && impl_->hook->is_saving_step();
+}
+
+Status TorchHook::SaveLoss(const at::Tensor& loss, std::string_view name) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed || !d.hook->is_saving_step()) return Status::OK();
+  const std::string full = d.NextOutputName(name);
+  auto losses = d.hook->collections().GetOrCreate(collection_keys::kLosses);
+  if (!losses->Matches(full)) {
+    // A name outside the collection's regex ("[Ll]oss_..."): name the tensor in it, and plan
+    // again so that it counts at this step already.
+    losses->AddTensorName(full);
+    Status s = d.hook->Prepare();
+    if (!s.ok()) return d.hook->ReportError(s, full);
+  }
+  return d.Save(full, loss, /*fresh=*/false);
+}
+
+Status TorchHook::RecordTensorValue(std::string_view name, const at::Tensor& value) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed || !d.hook->is_saving_step()) return Status::OK();
+  return d.Save(d.NextOutputName(name), value, /*fresh=*/false);
+}
+
+Status TorchHook::SaveTensor(std::string_view name, const at::Tensor& value) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  return d.Save(name, value, /*fresh=*/false);
+}
+
+Status TorchHook::SaveScalar(std::string_view name, double value) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed) return Status::OK();
+  return d.hook->SaveScalar(name, value);
+}
+
+Status TorchHook::SaveScalar(std::string_view name, const at::Tensor& value) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.closed) return Status::OK();
+  const std::string full = "scalar/" + std::string(name);
+  double v = 0;
+  try {
+    if (!value.defined() || value.numel() != 1) {
+      return d.hook->ReportError(
+          Status::InvalidArgument("a scalar needs a tensor of one element, not " +
+                                  (value.defined() ? ShapeToString(value.sizes().vec())
+                                                   : std::string("an undefined tensor"))),
+          full);
+    }
+    v = value.detach().to(at::kDouble).item<double>();
+  } catch (const std::exception& e) {
+    return d.hook->ReportError(TorchError("reading a scalar", e), full);
+  }
+  return d.hook->SaveScalar(name, v);
+}
+
+Status TorchHook::Flush() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->Flush();
+}
+
+Status TorchHook::Close() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->CloseLocked();
+}
+
+HookStats TorchHook::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->stats();
+}
+
+std::vector<std::string> TorchHook::parameter_names() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> out;
+  out.reserve(impl_->params.size());
+  for (const auto& p : impl_->params) out.push_back(p.name);
+  return out;
+}
+
+std::vector<std::string> TorchHook::gradient_names() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->gradient_names;
+}
+
+}  // namespace trainscope

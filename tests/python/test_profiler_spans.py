@@ -1,0 +1,158 @@
+"""The hook's framework spans from real CPU training runs: steps per mode with forward, backward,
+optimizer, data-loader wait and user spans nested inside, written as smdebug's framework
+timeline (framework/pevents, Chrome trace JSON) and read back by smdebug, by our readers and
+by hook.get_profiler_data()."""
+
+import statistics
+
+import pytest
+
+from profiler_util import inside, raw_events, step_of, timeline_files, train
+
+SLEEP_MS = 40
+TRAIN_STEPS = 6
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("prof") / "trial"
+    summary = train(str(out), steps=TRAIN_STEPS, eval_steps=2, sleep_ms=SLEEP_MS)
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def events(run):
+    return raw_events(run[0])
+
+
+def by_phase(events, phase):
+    return [e for e in events if e["phase"] == phase]
+
+
+def test_one_step_event_per_step_and_mode(events):
+    train_steps = by_phase(events, "Step:ModeKeys.TRAIN")
+    eval_steps = by_phase(events, "Step:ModeKeys.EVAL")
+    assert [step_of(e) for e in train_steps] == list(range(TRAIN_STEPS))
+    assert [step_of(e) for e in eval_steps] == [0, 1]
+    assert all(e["name"] == "Step:ModeKeys.TRAIN" for e in train_steps)
+    # global steps go on across modes
+    assert [e["args"]["global_step"] for e in train_steps + eval_steps] == list(range(8))
+    # steps do not overlap and follow one another
+    steps = sorted(train_steps + eval_steps, key=lambda e: e["start_us"])
+    for a, b in zip(steps, steps[1:]):
+        assert a["start_us"] + a["dur_us"] <= b["start_us"]
+
+
+def test_forward_backward_optimizer_nest_in_their_step(events):
+    steps = {step_of(e): e for e in by_phase(events, "Step:ModeKeys.TRAIN")}
+    for phase, name in (("Forward", "Sequential"), ("Backward(post-forward)", "Sequential"),
+                        ("Optimizer", "SGD.step"), ("UserSpan", "loss")):
+        spans = [e for e in by_phase(events, phase) if e["start_us"] < steps[TRAIN_STEPS - 1][
+            "start_us"] + steps[TRAIN_STEPS - 1]["dur_us"]]
+        assert [step_of(e) for e in spans] == list(range(TRAIN_STEPS)), phase
+        for e in spans:
+            assert e["name"] == name
+            assert inside(e, steps[step_of(e)]), (phase, e, steps[step_of(e)])
+    # order inside a step: forward, then the loss (user span), backward, optimizer
+    for k in range(TRAIN_STEPS):
+        f, u, b, o = (next(e for e in by_phase(events, p) if step_of(e) == k)
+                      for p in ("Forward", "UserSpan", "Backward(post-forward)", "Optimizer"))
+        assert f["start_us"] + f["dur_us"] <= u["start_us"] + 1
+        assert u["start_us"] + u["dur_us"] <= b["start_us"] + 1
+        assert b["start_us"] + b["dur_us"] <= o["start_us"] + 1
+    # user span args come through
+    assert by_phase(events, "UserSpan")[0]["args"]["kind"] == "cross-entropy"
+
+
+def test_eval_steps_have_forward_but_no_backward(events):
+    evals = by_phase(events, "Step:ModeKeys.EVAL")
+    for s in evals:
+        kinds = {e["phase"] for e in events if inside(e, s) and e is not s}
+        assert "Forward" in kinds
+        assert "Backward(post-forward)" not in kinds and "Optimizer" not in kinds
+
+
+def test_dataloader_wait_is_the_sleep(events):
+    steps = {step_of(e): e for e in by_phase(events, "Step:ModeKeys.TRAIN")}
+    waits = [e for e in by_phase(events, "DataLoaderIter")]
+    assert waits and all(e["name"] == "_SingleProcessDataLoaderIter::GetNext" for e in waits)
+    # the wait for batch k+1 happens inside step k (a step runs boundary to boundary)
+    in_steps = [e for e in waits if step_of(e) in steps and e["start_us"] > steps[0]["start_us"]]
+    assert sorted(step_of(e) for e in in_steps)[:TRAIN_STEPS - 1] == list(range(TRAIN_STEPS - 1))
+    for e in in_steps:
+        assert inside(e, steps[step_of(e)])
+    # each wait holds the collate function's sleep
+    for e in waits:
+        assert e["dur_us"] >= 0.9 * SLEEP_MS * 1000, e
+    # and the loader is the bottleneck: waiting dominates the train steps it sits in
+    waited = sum(e["dur_us"] for e in in_steps)
+    computed = sum(e["dur_us"] for e in events if e["phase"] in (
+        "Forward", "Backward(post-forward)", "Optimizer") and step_of(e) in steps
+        and step_of(e) < TRAIN_STEPS - 1)
+    assert waited > computed
+    med_wait = statistics.median(e["dur_us"] for e in in_steps)
+    med_step = statistics.median(steps[k]["dur_us"] for k in range(TRAIN_STEPS - 1))
+    assert 0.5 * med_step <= med_wait <= med_step
+    # iter(loader) appears once per loader (train and eval)
+    assert [e["name"] for e in by_phase(events, "DataLoaderIterInitialize")] == [
+        "_SingleProcessDataLoaderIter.__init__"] * 2
+
+
+def test_files_are_smdebug_layout(run):
+    trial, summary = run
+    files = timeline_files(trial)
+    assert files
+    for f in files:
+        base = f.rsplit("/", 1)[1]
+        end_us, node, suffix = base.split("_", 2)
+        assert end_us.isdigit() and node == summary["node_id"]
+        assert suffix == "pythontimeline.json"
+
+
+def test_smdebug_reader_sees_our_steps(run):
+    from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader
+
+    trial, _ = run
+    reader = LocalAlgorithmMetricsReader(str(trial))
+    events = reader.get_events(0, 2 ** 62)
+    names = [e.event_name for e in events]
+    assert names.count("Step:ModeKeys.TRAIN") == TRAIN_STEPS
+    assert names.count("Step:ModeKeys.EVAL") == 2
+    phases = {e.event_phase for e in events}
+    assert {"Forward", "Backward(post-forward)", "Optimizer", "DataLoaderIter"} <= phases
+
+
+def test_get_profiler_data_matches_the_files(run, events):
+    _, summary = run
+    spans = summary["spans"]
+    # captured before close: everything but the last EVAL step, whose span ends at close
+    from_files = sorted((e["phase"], e["name"], e["start_us"], e["dur_us"]) for e in events)
+    captured = sorted((p, n, s, d) for p, n, s, d, _ in spans)
+    assert set(captured) <= set(from_files)
+    assert len(from_files) - len(captured) == 1
+    assert summary["base_dir"].endswith("trial")
+
+
+def test_trial_framework_metrics_by_time_and_step(run, events):
+    from trainscope.profiler import MetricsReader
+
+    trial, _ = run
+    reader = MetricsReader(trial)
+    everything = reader.framework_metrics()
+    assert len(everything) == len(events)
+    steps = {step_of(e): e for e in by_phase(events, "Step:ModeKeys.TRAIN")}
+    s2 = steps[2]
+    window = reader.framework_metrics(s2["start_us"], s2["start_us"] + s2["dur_us"])
+    assert {e.event_phase for e in window} >= {"Step:ModeKeys.TRAIN", "Forward", "Optimizer"}
+    assert all(e.end_time > s2["start_us"] and e.start_time < s2["start_us"] + s2["dur_us"]
+               for e in window)
+    in_ms = reader.framework_metrics(s2["start_us"] / 1000, (s2["start_us"] + s2["dur_us"]) / 1000,
+                                     unit="ms")
+    assert len(in_ms) == len(window)
+    by_step = reader.framework_metrics(start_step=2, end_step=4, phase="Step:ModeKeys.TRAIN")
+    assert [e.step for e in by_step] == [2, 3]
+    fwd = reader.framework_metrics(phase="Forward")
+    assert fwd and all(e.event_phase == "Forward" for e in fwd)
+    assert fwd[0].event_args["pid"] > 0
+    with pytest.raises(ValueError):
+        reader.framework_metrics(0, 1, start_step=0)
