@@ -16,7 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path ProfilerCasesDir() { return fs::path(__FILE__).parent_path() / "profiler_cases"; }
+fs::path ProfilerCasesDir() {
+  return fs::path(TRAINSCOPE_SOURCE_DIR) / "tests" / "rules" / "profiler_cases";
+}
 
 struct ProfCaseFile {
   std::string rule;
