@@ -13,7 +13,9 @@ Prints, in microseconds:
                                  spans every step, no window open
   and the differences off-none and spans-none: the hook's cost per step.
 
-Each measurement is the median of --rounds rounds (each round: --steps steps or --spans spans).
+On a shared machine the noise only ever adds time, so each number is the minimum over --rounds
+rounds (a round: --spans calls, or the median step of --steps steps), and the step
+configurations are interleaved round by round.
 
     python bench/profiler_span_bench.py [--rounds 7] [--steps 2000] [--spans 100000] [--json]
 """
@@ -43,7 +45,7 @@ def per_call_us(fn, n, rounds):
         t0 = time.perf_counter()
         fn(n)
         out.append((time.perf_counter() - t0) / n * 1e6)
-    return statistics.median(out)
+    return min(out)
 
 
 def bench_record(tmp, n, rounds):
@@ -96,16 +98,20 @@ def bench_steps(tmp, kind, steps, rounds):
     times = []
     for _ in range(rounds):
         loader = DataLoader(data, batch_size=4)
+        per_step = []
         t0 = time.perf_counter()
         for (x,) in loader:
             loss = model(x).sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
-        times.append((time.perf_counter() - t0) / steps * 1e6)
+            t1 = time.perf_counter()
+            per_step.append(t1 - t0)
+            t0 = t1
+        times.append(statistics.median(per_step) * 1e6)
     if hook is not None:
         hook.close()
-    return statistics.median(times)
+    return min(times)
 
 
 def main():
@@ -127,7 +133,7 @@ def main():
             for kind in acc:
                 acc[kind].append(bench_steps(os.path.join(tmp, f"{r}"), kind, a.steps, 1))
         for kind, v in acc.items():
-            res[f"step_{kind}_us"] = statistics.median(v)
+            res[f"step_{kind}_us"] = min(v)
         res["hook_off_cost_us"] = res["step_off_us"] - res["step_none_us"]
         res["hook_spans_cost_us"] = res["step_spans_us"] - res["step_none_us"]
     if a.json:

@@ -77,22 +77,17 @@ def test_dataloader_wait_is_the_sleep(events):
     waits = [e for e in by_phase(events, "DataLoaderIter")]
     assert waits and all(e["name"] == "_SingleProcessDataLoaderIter::GetNext" for e in waits)
     # the wait for batch k+1 happens inside step k (a step runs boundary to boundary)
-    in_steps = [e for e in waits if step_of(e) in steps and e["start_us"] > steps[0]["start_us"]]
-    assert sorted(step_of(e) for e in in_steps)[:TRAIN_STEPS - 1] == list(range(TRAIN_STEPS - 1))
+    last = steps[TRAIN_STEPS - 1]
+    in_steps = [e for e in waits
+                if steps[0]["start_us"] <= e["start_us"] < last["start_us"] + last["dur_us"]]
+    assert [step_of(e) for e in in_steps] == list(range(TRAIN_STEPS - 1))
     for e in in_steps:
         assert inside(e, steps[step_of(e)])
-    # each wait holds the collate function's sleep
+    # each wait holds the collate function's sleep, and not much more: the wait is of the
+    # sleep's size (generous bounds; the upper one allows for a loaded machine)
     for e in waits:
-        assert e["dur_us"] >= 0.9 * SLEEP_MS * 1000, e
-    # and the loader is the bottleneck: waiting dominates the train steps it sits in
-    waited = sum(e["dur_us"] for e in in_steps)
-    computed = sum(e["dur_us"] for e in events if e["phase"] in (
-        "Forward", "Backward(post-forward)", "Optimizer") and step_of(e) in steps
-        and step_of(e) < TRAIN_STEPS - 1)
-    assert waited > computed
-    med_wait = statistics.median(e["dur_us"] for e in in_steps)
-    med_step = statistics.median(steps[k]["dur_us"] for k in range(TRAIN_STEPS - 1))
-    assert 0.5 * med_step <= med_wait <= med_step
+        assert 0.9 * SLEEP_MS * 1000 <= e["dur_us"] <= 10 * SLEEP_MS * 1000, e
+    assert statistics.median(e["dur_us"] for e in in_steps) <= 3 * SLEEP_MS * 1000
     # iter(loader) appears once per loader (train and eval)
     assert [e["name"] for e in by_phase(events, "DataLoaderIterInitialize")] == [
         "_SingleProcessDataLoaderIter.__init__"] * 2

@@ -56,6 +56,7 @@ def slow_collate(batch):
 
 
 torch.manual_seed(0)
+torch.set_num_threads(1)  # a tiny model; intra-op threads only add waits on a shared machine
 n = 8 * (steps + eval_steps + 1)
 data = TensorDataset(torch.randn(n, 16), torch.randint(0, 4, (n,)))
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
