@@ -1,6 +1,7 @@
 // StepOutlier (docs/rules/StepOutlier.md): per node and step phase (Step:ModeKeys.TRAIN, ...),
 // once more than 100 steps were seen, a step longer than mean + stddev x std of the durations so
-// far is an outlier; the rule fires when more than n_outliers outliers were counted.
+// far (and at least min_ratio x the mean) is an outlier; the rule fires when more than n_outliers
+// outliers were counted.
 #include <cmath>
 #include <deque>
 #include <map>
@@ -21,6 +22,9 @@ class StepOutlier : public ProfilerRule {
             {"mode", ParamType::kString, "None",
              "TRAIN or EVAL: only those steps; None: every step phase"},
             {"n_outliers", ParamType::kInt, "10", "outliers tolerated before the rule fires"},
+            {"min_ratio", ParamType::kDouble, "2",
+             "trainscope: an outlier must also last at least this many times the mean step "
+             "(1: smdebug's definition)"},
             ScanIntervalSpec()};
   }
   explicit StepOutlier(ParsedParams p) : ProfilerRule(kName, std::move(p)) {}
@@ -56,7 +60,7 @@ class StepOutlier : public ProfilerRule {
     if (s.n <= kMinSteps) return;
     const double std = std::sqrt(s.m2 / static_cast<double>(s.n));
     const double threshold = s.mean + params().Double("stddev") * std;
-    if (d <= threshold) return;
+    if (d <= threshold || d < params().Double("min_ratio") * s.mean) return;
     ++s.outliers;
     s.recent.push_back(e.step.value_or(-1));
     if (s.recent.size() > 5) s.recent.pop_front();
@@ -66,7 +70,7 @@ class StepOutlier : public ProfilerRule {
     f.tensor = key;
     f.value = d;
     f.threshold = threshold;
-    f.condition = "more than n_outliers steps longer than mean + stddev x std";
+    f.condition = "more than n_outliers steps longer than mean + stddev x std and min_ratio x mean";
     std::string steps;
     for (int64_t st : s.recent) steps += (steps.empty() ? "" : ", ") + std::to_string(st);
     f.explanation = std::to_string(s.outliers) + " of " + std::to_string(s.n) + " " + e.phase +

@@ -139,7 +139,7 @@ TEST(RuleRegistry, EveryBuiltinRuleHasSmdebugsParameterNamesAndDefaults) {
                          {"scan_interval_us", "60000000"}}},
       {"MaxInitializationTime", {{"threshold", "20"}, {"scan_interval_us", "60000000"}}},
       {"StepOutlier", {{"stddev", "3"}, {"mode", "None"}, {"n_outliers", "10"},
-                       {"scan_interval_us", "60000000"}}},
+                       {"min_ratio", "2"}, {"scan_interval_us", "60000000"}}},
       {"Dataloader", {{"min_threshold", "70"}, {"max_threshold", "200"}, {"patience", "10"},
                       {"wait_threshold", "50"}, {"scan_interval_us", "60000000"}}},
       {"OverallSystemUsage", {{"scan_interval_us", "60000000"}}},
