@@ -221,7 +221,8 @@ TEST(TorchHook, ModesGradientsOnlyInTrainAndEvalLosses) {
   for (int i = 0; i < 2; ++i) {
     TorchHook::StepScope scope(*hook);
     torch::Tensor x = torch::randn({8, 4});
-    torch::Tensor loss = torch::nn::functional::cross_entropy(net->forward(x), torch::zeros({8}, torch::kLong));
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(net->forward(x), torch::zeros({8}, torch::kLong));
     hook->SaveLoss(loss);
     loss.backward();  // a backward in EVAL: gradients are never saved in EVAL (smdebug)
     eval_losses.push_back(loss.detach().clone());
@@ -238,7 +239,9 @@ TEST(TorchHook, ModesGradientsOnlyInTrainAndEvalLosses) {
   auto weight_steps = trial->TensorSteps("TinyNet_fc1.weight", Mode::kEval);
   ASSERT_TRUE(weight_steps.ok());
   EXPECT_EQ(*weight_steps, (std::vector<int64_t>{0, 1}));
-  for (int64_t s = 0; s < 2; ++s) ExpectValue(*trial, "loss_output_0", s, eval_losses[s], Mode::kEval);
+  for (int64_t s = 0; s < 2; ++s) {
+    ExpectValue(*trial, "loss_output_0", s, eval_losses[s], Mode::kEval);
+  }
 }
 
 TEST(TorchHook, ReductionsOnlyMatchTheParameters) {
@@ -270,7 +273,9 @@ TEST(TorchHook, ReductionsOnlyMatchTheParameters) {
           case ReductionOp::kMax: want = f.max().item<double>(); break;
           case ReductionOp::kMean: want = (red.abs ? f.abs() : f).mean().item<double>(); break;
           case ReductionOp::kL2: want = f.norm().item<double>(); break;
-          case ReductionOp::kZeroFraction: want = f.eq(0).to(torch::kDouble).mean().item<double>(); break;
+          case ReductionOp::kZeroFraction:
+            want = f.eq(0).to(torch::kDouble).mean().item<double>();
+            break;
           default: ADD_FAILURE() << "unexpected reduction " << ReductionOpName(red.op);
         }
         EXPECT_NEAR(value, want, 1e-12 * (1 + std::fabs(want))) << ReductionOpName(red.op);
@@ -345,7 +350,9 @@ TEST(TorchHook, SavesStridedAndEveryDtype) {
   ASSERT_NE(hook, nullptr);
   const std::map<std::string, torch::Tensor> tensors = {
       {"t_transposed", torch::randn({3, 5}).t()},
-      {"t_sliced", torch::arange(40, torch::kInt).reshape({5, 8}).index({torch::indexing::Slice(1, 4), torch::indexing::Slice(0, 8, 3)})},
+      {"t_sliced", torch::arange(40, torch::kInt)
+                       .reshape({5, 8})
+                       .index({torch::indexing::Slice(1, 4), torch::indexing::Slice(0, 8, 3)})},
       {"t_expanded", torch::randn({1, 4}).expand({3, 4})},
       {"t_half", torch::randn({6}, torch::kHalf)},
       {"t_bfloat16", torch::randn({6}, torch::kBFloat16)},
