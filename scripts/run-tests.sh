@@ -55,7 +55,7 @@ fi
 if [[ "${TRAINSCOPE_SANITIZERS:-0}" == 1 ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   suite "C++ tests under ASan+UBSan" sanitized_build build-asan address
-  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp
   suite "C++ tests under TSan" sanitized_build build-tsan thread '^(Writer|Trial|Hook|Rule|Runner|Notifier|Webhook|Email|Prometheus|Sampler|Timeline|StopSignal)'
 fi
 if [[ -d tests/python ]]; then
