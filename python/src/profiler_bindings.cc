@@ -118,9 +118,8 @@ py::dict ConfigToDict(const ProfilerConfig& c) {
   d["rotate_max_file_size_bytes"] = c.rotate_max_file_size_bytes;
   d["rotate_file_close_interval_seconds"] = c.rotate_file_close_interval_seconds;
   d["file_open_fail_threshold"] = c.file_open_fail_threshold;
-  d["system_monitor_interval_millis"] = c.system_monitor_interval_millis
-                                            ? py::cast(*c.system_monitor_interval_millis)
-                                            : py::none();
+  d["system_monitor_interval_millis"] =
+      c.system_monitor_interval_millis ? py::cast(*c.system_monitor_interval_millis) : py::none();
   d["detailed_profiling"] = RangeToDict(c.detailed_profiling);
   d["dataloader_profiling"] = RangeToDict(c.dataloader_profiling);
   d["python_profiling"] = RangeToDict(c.python_profiling);
@@ -196,11 +195,8 @@ Thread-safe; record() only appends to a buffer that a background thread writes.)
              o.file_open_fail_threshold = file_open_fail_threshold;
              o.start_time_us = start_time_us;
              o.flush_interval_millis = flush_interval_millis;
-             Result<std::unique_ptr<TimelineWriter>> w = [&] {
-               py::gil_scoped_release release;
-               return TimelineWriter::Create(Env::Default(), base_dir, std::move(o));
-             }();
-             return std::make_unique<PyTimelineWriter>(ValueOrThrow(std::move(w)));
+             return std::make_unique<PyTimelineWriter>(CallWithoutGil(
+                 [&] { return TimelineWriter::Create(Env::Default(), base_dir, std::move(o)); }));
            }),
            py::arg("base_dir"), py::arg("node_id") = "",
            py::arg("suffix") = std::string(profiler_format::kPythonTimelineSuffix),
@@ -216,26 +212,11 @@ Thread-safe; record() only appends to a buffer that a background thread writes.)
            py::arg("ts_us"), py::arg("step") = -1, py::arg("args") = py::none(),
            py::arg("scope") = "t")
       .def("flush",
-           [](PyTimelineWriter& self) {
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = self.w().Flush();
-             }
-             ThrowIfError(s);
-           })
+           [](PyTimelineWriter& self) { CallWithoutGil([&] { return self.w().Flush(); }); })
       .def("close",
-           [](PyTimelineWriter& self) {
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = self.w().Close();
-             }
-             ThrowIfError(s);
-           })
+           [](PyTimelineWriter& self) { CallWithoutGil([&] { return self.w().Close(); }); })
       .def("now_us", [](PyTimelineWriter& self) { return self.w().NowMicros(); })
-      .def_property_readonly("node_id",
-                             [](PyTimelineWriter& self) { return self.w().node_id(); })
+      .def_property_readonly("node_id", [](PyTimelineWriter& self) { return self.w().node_id(); })
       .def_property_readonly("start_time_us",
                              [](PyTimelineWriter& self) { return self.w().start_time_us(); })
       .def_property_readonly("events_recorded",
@@ -256,24 +237,13 @@ under base_dir. start() runs it in a background thread; stop() joins it.)doc")
              o.node_index = node_index;
              o.root_pid = root_pid;
              o.disable_gpu = disable_gpu;
-             Result<std::unique_ptr<SystemSampler>> s = [&] {
-               py::gil_scoped_release release;
-               return SystemSampler::Create(Env::Default(), base_dir, std::move(o));
-             }();
-             return ValueOrThrow(std::move(s));
+             return CallWithoutGil(
+                 [&] { return SystemSampler::Create(Env::Default(), base_dir, std::move(o)); });
            }),
            py::arg("base_dir"),
            py::arg("interval_millis") = profiler_format::kDefaultSystemIntervalMillis,
            py::arg("node_index") = 1, py::arg("root_pid") = 0, py::arg("disable_gpu") = false)
-      .def("start",
-           [](SystemSampler& self) {
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = self.Start();
-             }
-             ThrowIfError(s);
-           })
+      .def("start", [](SystemSampler& self) { CallWithoutGil([&] { return self.Start(); }); })
       .def("stop", &SystemSampler::Stop, py::call_guard<py::gil_scoped_release>())
       .def("sample_now",
            [](SystemSampler& self) {
@@ -312,24 +282,14 @@ Reads <trial>/system/ (trainscope/metrics_reader.h). get_events returns tuples
            }),
            py::arg("trial_dir"))
       .def("refresh",
-           [](SystemMetricsReader& self) {
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = self.Refresh();
-             }
-             ThrowIfError(s);
-           })
+           [](SystemMetricsReader& self) { CallWithoutGil([&] { return self.Refresh(); }); })
       .def(
           "get_events",
           [](SystemMetricsReader& self, int64_t start_us, int64_t end_us, std::string type,
              std::string dimension, std::string node_id) {
             SystemMetricsQuery q{std::move(type), std::move(dimension), std::move(node_id)};
-            Result<std::vector<SystemMetricEvent>> r = [&] {
-              py::gil_scoped_release release;
-              return self.GetEvents(start_us, end_us, q);
-            }();
-            std::vector<SystemMetricEvent> events = ValueOrThrow(std::move(r));
+            std::vector<SystemMetricEvent> events =
+                CallWithoutGil([&] { return self.GetEvents(start_us, end_us, q); });
             py::list out;
             for (const auto& e : events) out.append(SystemEventTuple(e));
             return out;
@@ -347,26 +307,15 @@ phase, ph, start_us, dur_us, end_us, pid, tid, node_id, file_suffix, args_json, 
              return std::make_unique<TimelineReader>(Env::Default(), trial_dir);
            }),
            py::arg("trial_dir"))
-      .def("refresh",
-           [](TimelineReader& self) {
-             Status s;
-             {
-               py::gil_scoped_release release;
-               s = self.Refresh();
-             }
-             ThrowIfError(s);
-           })
+      .def("refresh", [](TimelineReader& self) { CallWithoutGil([&] { return self.Refresh(); }); })
       .def(
           "get_events",
           [](TimelineReader& self, int64_t start_us, int64_t end_us,
              std::vector<std::string> suffixes, std::string node_id, std::string phase_prefix) {
             TimelineQuery q =
                 MakeTimelineQuery(std::move(suffixes), std::move(node_id), std::move(phase_prefix));
-            Result<std::vector<TimelineEvent>> r = [&] {
-              py::gil_scoped_release release;
-              return self.GetEvents(start_us, end_us, q);
-            }();
-            return TimelineEventList(ValueOrThrow(std::move(r)));
+            return TimelineEventList(
+                CallWithoutGil([&] { return self.GetEvents(start_us, end_us, q); }));
           },
           py::arg("start_us") = kTimeMin, py::arg("end_us") = kTimeMax,
           py::arg("suffixes") = std::vector<std::string>{}, py::arg("node_id") = "",
@@ -377,11 +326,8 @@ phase, ph, start_us, dur_us, end_us, pid, tid, node_id, file_suffix, args_json, 
              std::vector<std::string> suffixes, std::string node_id, std::string phase_prefix) {
             TimelineQuery q =
                 MakeTimelineQuery(std::move(suffixes), std::move(node_id), std::move(phase_prefix));
-            Result<std::vector<TimelineEvent>> r = [&] {
-              py::gil_scoped_release release;
-              return self.GetEventsByStep(start_step, end_step, q);
-            }();
-            return TimelineEventList(ValueOrThrow(std::move(r)));
+            return TimelineEventList(
+                CallWithoutGil([&] { return self.GetEventsByStep(start_step, end_step, q); }));
           },
           py::arg("start_step"), py::arg("end_step"),
           py::arg("suffixes") = std::vector<std::string>{}, py::arg("node_id") = "",
@@ -389,11 +335,8 @@ phase, ph, start_us, dur_us, end_us, pid, tid, node_id, file_suffix, args_json, 
       .def(
           "get_step_time_range",
           [](TimelineReader& self, int64_t start_step, int64_t end_step) {
-            Result<StepTimeRange> r = [&] {
-              py::gil_scoped_release release;
-              return self.GetStepTimeRange(start_step, end_step);
-            }();
-            StepTimeRange range = ValueOrThrow(std::move(r));
+            StepTimeRange range =
+                CallWithoutGil([&] { return self.GetStepTimeRange(start_step, end_step); });
             return py::make_tuple(range.start_us, range.end_us);
           },
           py::arg("start_step"), py::arg("end_step"))
@@ -413,11 +356,8 @@ phase, ph, start_us, dur_us, end_us, pid, tid, node_id, file_suffix, args_json, 
         o.include_framework = include_framework;
         o.include_detailed = include_detailed;
         o.include_rules = include_rules;
-        Result<MergeTimelineResult> r = [&] {
-          py::gil_scoped_release release;
-          return MergeTimeline(Env::Default(), trial_dir, out_path, o);
-        }();
-        MergeTimelineResult res = ValueOrThrow(std::move(r));
+        MergeTimelineResult res =
+            CallWithoutGil([&] { return MergeTimeline(Env::Default(), trial_dir, out_path, o); });
         py::dict d;
         d["base_time_us"] = res.base_time_us;
         d["counter_events"] = res.counter_events;
@@ -436,12 +376,7 @@ phase, ph, start_us, dur_us, end_us, pid, tid, node_id, file_suffix, args_json, 
   m.def(
       "validate_trace_events",
       [](const std::string& json_text) {
-        Status s;
-        {
-          py::gil_scoped_release release;
-          s = ValidateTraceEvents(json_text);
-        }
-        ThrowIfError(s);
+        CallWithoutGil([&] { return ValidateTraceEvents(json_text); });
       },
       py::arg("json_text"), "Strict Chrome trace check; ValueError naming the first bad event.");
   m.def("default_timeline_node_id", &profiler_format::DefaultTimelineNodeId,

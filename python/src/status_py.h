@@ -12,6 +12,8 @@
 
 #include <exception>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "trainscope/status.h"
 
@@ -38,6 +40,21 @@ template <typename T>
 T ValueOrThrow(Result<T> r) {
   if (!r.ok()) throw StatusError(r.status());
   return std::move(r).value();
+}
+
+// Runs fn() with the GIL released and raises its error: for a Status returns nothing, for a
+// Result<T> returns the T. REQUIRES: fn touches no Python object.
+template <typename Fn>
+auto CallWithoutGil(Fn&& fn) {
+  auto r = [&] {
+    pybind11::gil_scoped_release release;
+    return fn();
+  }();
+  if constexpr (std::is_same_v<decltype(r), Status>) {
+    ThrowIfError(r);
+  } else {
+    return ValueOrThrow(std::move(r));
+  }
 }
 
 // Creates the exception classes in `m` and registers the translator.
