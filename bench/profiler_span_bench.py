@@ -22,6 +22,7 @@ configurations are interleaved round by round.
 
 import argparse
 import json
+import importlib.util
 import os
 import statistics
 import sys
@@ -29,7 +30,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+if importlib.util.find_spec("trainscope") is None:  # not installed: the tree's development build
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402

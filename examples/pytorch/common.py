@@ -1,13 +1,14 @@
 """Shared by the examples: command line, the hook, and a summary of what was captured."""
 
 import argparse
+import importlib.util
 import os
 import sys
 
-# Run from a source checkout without installing: use the tree's python/ package.
-_TREE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
-if os.path.isdir(os.path.join(_TREE, "trainscope")):
-    sys.path.insert(0, os.path.abspath(_TREE))
+# trainscope as installed (`pip install .`); when it is not installed, the source tree's python/
+# package, where a development build puts the extension.
+if importlib.util.find_spec("trainscope") is None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 import trainscope.pytorch as ts  # noqa: E402
 
