@@ -15,6 +15,13 @@ namespace trainscope::crc32c {
 uint32_t Extend(uint32_t crc, const void* data, size_t n);
 inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
 
+// Copies src[0, n) to dst (which must not overlap it) and returns Extend(crc, src, n), in one
+// pass: the pair costs about what the copy alone costs (memory, not the crc32 instruction, is
+// the limit). Copies of 512 KiB and more use non-temporal stores (dst is not pulled into the
+// cache; a fence at the end makes the bytes visible to other threads as usual); smaller ones go
+// block by block, each block's CRC read back from cache right after it is copied.
+uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n);
+
 // The portable implementation, always available (for tests and benchmarks).
 uint32_t ExtendPortable(uint32_t crc, const void* data, size_t n);
 // True if Extend uses the hardware instruction on this CPU.

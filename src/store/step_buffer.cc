@@ -119,7 +119,14 @@ void StepBuffer::AddRecord(std::string_view name, const TensorView& v, double wa
     std::memcpy(p + kHeaderSize, scratch_.data(), scratch_.size());
     r.head = p + kHeaderSize;
     char* dst = p + kHeaderSize + scratch_.size();
-    if (content > 0) CopyToContiguous(v, dst);
+    r.crc = crc32c::Value(scratch_.data(), scratch_.size());
+    if (content > 0 && v.is_contiguous()) {
+      r.crc = crc32c::CopyAndExtend(r.crc, dst, v.data, content);
+    } else if (content > 0) {
+      CopyToContiguous(v, dst);
+      r.crc = crc32c::Extend(r.crc, dst, content);
+    }
+    r.crc_known = true;
     r.content = dst;
     record_io::EncodeFixed32(dst + content, kMagicFooter);
   }
@@ -144,6 +151,8 @@ void StepBuffer::AddStringRecord(std::string_view name, const TensorView& v, dou
   record_io::EncodeFixed32(p + kHeaderSize + scratch_.size(), kMagicFooter);
   r.head = p + kHeaderSize;
   r.head_size = scratch_.size();
+  r.crc = crc32c::Value(r.head, r.head_size);
+  r.crc_known = true;
   r.view.dtype = DType::kString;  // payload is self-contained: no strings kept
   r.wall_time = wall_time;
   record_of_[r.name] = records_.size();
@@ -197,8 +206,10 @@ std::vector<IndexTensorEntry> StepBuffer::TensorEntries() const {
   out.reserve(records_.size());
   for (const Record& r : records_) {
     if (!r.live) continue;
-    uint32_t crc = crc32c::Value(r.head, r.head_size);
-    crc = crc32c::Extend(crc, r.content, r.content_size);
+    uint32_t crc = r.crc;
+    if (!r.crc_known) {
+      crc = crc32c::Extend(crc32c::Value(r.head, r.head_size), r.content, r.content_size);
+    }
     out.push_back({r.name, r.offset, r.length, crc});
   }
   return out;

@@ -4,7 +4,9 @@
 // prefix, tensor bytes, footer) into large chunks, so a step of many small tensors becomes a
 // few contiguous segments; a borrowed tensor (AddTensorNoCopy) becomes its own segment between
 // its prefix and its footer. The writer thread then appends the segments in order (one Append
-// per segment) and computes each record's payload CRC32C for the index.
+// per segment). A copied record's payload CRC32C is computed as its bytes are copied (the copy
+// and the CRC cost about one pass over memory); a borrowed record's is computed by the writer
+// thread, in TensorEntries.
 //
 // Ownership: the buffer owns its chunks and the keepalives of borrowed tensors.
 // Thread safety: none; the writer hands a finished buffer from the training thread to the writer
@@ -81,6 +83,10 @@ class StepBuffer {
     // To lay the record out again (Finish after a replacement).
     TensorView view;  // data = content; kString views keep their strings in `head`
     bool borrowed = false;
+    // CRC32C of the payload (head + content), computed while copying; borrowed records get
+    // theirs on the writer thread (TensorEntries).
+    uint32_t crc = 0;
+    bool crc_known = false;
     double wall_time = 0;
     bool live = true;
   };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,6 +39,27 @@ TEST(Crc32cTest, ExtendComposes) {
   std::string a = "hello, ", b = "trainscope";
   EXPECT_EQ(Extend(Value(a.data(), a.size()), b.data(), b.size()),
             Value((a + b).data(), a.size() + b.size()));
+}
+
+TEST(Crc32cTest, CopyAndExtendCopiesEveryByteAndMatchesExtend) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> src((size_t{3} << 20) + 64);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  // Lengths around the 48 KiB block and its lanes, at odd offsets on both sides.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{49151}, size_t{49152},
+                   size_t{49153}, size_t{98304 + 13}, size_t{199990},
+                   // the non-temporal path (>= 512 KiB): whole and partial 12 KiB rounds
+                   size_t{512} << 10, (size_t{1} << 20) + 13, size_t{3} << 20}) {
+    for (size_t off : {0, 3, 16}) {
+      std::vector<uint8_t> dst(n + 16, 0xAB);
+      const uint32_t seed = 0x1234u;
+      const uint32_t got = CopyAndExtend(seed, dst.data() + off, src.data() + off, n);
+      ASSERT_EQ(got, ExtendPortable(seed, src.data() + off, n)) << "n=" << n << " off=" << off;
+      ASSERT_TRUE(std::equal(src.begin() + off, src.begin() + off + n, dst.begin() + off));
+      for (size_t i = 0; i < off; ++i) ASSERT_EQ(dst[i], 0xAB) << "wrote before dst";
+      for (size_t i = off + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xAB) << "wrote past n";
+    }
+  }
 }
 
 TEST(Crc32cTest, MaskRoundTripsAndMatchesSmdebugMagicFooter) {
