@@ -2,7 +2,9 @@
 # Sets up a fresh Debian 12 machine (run as root) for trainscope, from nothing:
 #   1. Debian packages (compiler, CMake, test and benchmark libraries, C++ dependencies);
 #   2. a Python virtual environment in <checkout>/.venv with the pinned packages of
-#      requirements.lock (PyTorch 2.x, numpy, smdebug and tensorboard as test oracles, ...);
+#      requirements.lock (PyTorch 2.x, numpy, smdebug and tensorboard as test oracles, Playwright
+#      to drive Chromium, ...), and the trace viewers of the browser tests from npm
+#      (tests/trace_viewer/package-lock.json, with the machine's npm);
 #   3. the C++ build in <checkout>/build (tests and benchmarks included; the LibTorch module too,
 #      against the virtual environment's torch);
 #   4. `pip install` of trainscope itself into the virtual environment.
@@ -19,6 +21,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev
   python3 python3-venv python3-dev
+  chromium  # the browser tests open the merged timeline in it (driven by Playwright)
 )
 
 if [[ "${TRAINSCOPE_SKIP_APT:-0}" != 1 ]]; then
@@ -26,6 +29,8 @@ if [[ "${TRAINSCOPE_SKIP_APT:-0}" != 1 ]]; then
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # npm installs the trace viewers; Debian's only where the machine has no npm of its own
+  command -v npm >/dev/null || missing+=(npm)
   if ((${#missing[@]})); then
     log "installing Debian packages: ${missing[*]}"
     if [[ $(id -u) -ne 0 ]]; then
@@ -49,6 +54,20 @@ if [[ "$(cat "$VENV/.lock-hash" 2>/dev/null)" != "$want" ]]; then
   log "installing pinned Python packages (requirements.lock; PyTorch is large, this takes minutes)"
   "$PY" -m pip install -q -r requirements.lock
   echo "$want" >"$VENV/.lock-hash"
+fi
+
+VIEWERS=tests/trace_viewer
+if [[ -f $VIEWERS/package-lock.json ]]; then
+  want=$(sha256sum "$VIEWERS/package-lock.json" | cut -c1-16)
+  if [[ "$(cat "$VIEWERS/node_modules/.lock-hash" 2>/dev/null)" != "$want" ]]; then
+    if command -v npm >/dev/null; then
+      log "installing the trace viewers of the browser tests (npm ci in $VIEWERS)"
+      npm ci --prefix "$VIEWERS" --ignore-scripts --no-audit --no-fund --loglevel=error
+      echo "$want" >"$VIEWERS/node_modules/.lock-hash"
+    else
+      log "no npm: the browser tests of the timeline will be skipped"
+    fi
+  fi
 fi
 
 log "building the C++ core, tests and benchmarks (build/)"

@@ -3,8 +3,23 @@
 import glob
 import json
 import os
+import pathlib
+import shutil
+import sys
 
 from hook_util import run_script
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def trainscope_cli():
+    """The `trainscope` command: $TRAINSCOPE_BUILD_DIR/bin (else <repo>/build/bin), else the one
+    installed beside this Python; None when there is none."""
+    build = pathlib.Path(os.environ.get("TRAINSCOPE_BUILD_DIR", REPO / "build"))
+    exe = build / "bin" / "trainscope"
+    if exe.exists():
+        return str(exe)
+    return shutil.which("trainscope", path=os.path.dirname(sys.executable))
 
 
 def train(out_dir, **opts):

@@ -4,26 +4,12 @@ framework spans and the torch.profiler window into one trace that passes the str
 and has the expected processes, threads and categories."""
 
 import json
-import os
-import pathlib
-import shutil
 import subprocess
-import sys
 
 import pytest
 
-from profiler_util import raw_events, step_of, train
+from profiler_util import raw_events, step_of, train, trainscope_cli
 from test_timeline_format import strict_check
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _cli():
-    build = pathlib.Path(os.environ.get("TRAINSCOPE_BUILD_DIR", REPO / "build"))
-    exe = build / "bin" / "trainscope"
-    if exe.exists():
-        return str(exe)
-    return shutil.which("trainscope", path=os.path.dirname(sys.executable))
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +22,7 @@ def run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cli():
-    exe = _cli()
+    exe = trainscope_cli()
     if exe is None:
         pytest.skip("the trainscope command is not built (set TRAINSCOPE_BUILD_DIR)")
     return exe

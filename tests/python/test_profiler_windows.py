@@ -16,6 +16,7 @@ from profiler_util import raw_events, step_of, train
 
 DETAILED = (3, 2)  # steps 3 and 4
 PYTHON = (1, 2)  # steps 1 and 2
+COLLATE_MS = 20  # the pyinstrument run's data loader sleeps this long per batch
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,24 @@ def run(tmp_path_factory):
     summary = train(str(out), steps=7, eval_steps=1, sleep_ms=10, detailed=list(DETAILED),
                     python=list(PYTHON), via_env=True)
     return out, summary
+
+
+def window_step_folders(root):
+    """The stats folders of the Python profiling window under `root` (framework/pytorch/<profiler>/
+    <node>), one per window step as smdebug names them (train-<k>-stepstart-<us>_train-<k+1>-
+    stepstart-<us>): [(folder, start_us, end_us)] by step."""
+    dirs = sorted(os.listdir(root), key=lambda d: int(d.split("-")[3].split("_")[0]))
+    assert len(dirs) == PYTHON[1]
+    out = []
+    for k, d in zip(range(PYTHON[0], PYTHON[0] + PYTHON[1]), dirs):
+        start, end = d.split("_")
+        s_mode, s_step, s_phase, s_us = start.split("-")
+        e_mode, e_step, e_phase, e_us = end.split("-")
+        assert (s_mode, int(s_step), s_phase) == ("train", k, "stepstart")
+        assert (e_mode, int(e_step), e_phase) == ("train", k + 1, "stepstart")
+        assert int(s_us) < int(e_us)
+        out.append((os.path.join(root, d), int(s_us), int(e_us)))
+    return out
 
 
 def step_spans(trial):
@@ -63,17 +82,10 @@ def test_operators_only_in_window_steps(run):
 def test_cprofile_stats_per_window_step(run):
     trial, summary = run
     root = os.path.join(str(trial), "framework", "pytorch", "cprofile", summary["node_id"])
-    dirs = sorted(os.listdir(root), key=lambda d: int(d.split("-")[3].split("_")[0]))
-    assert [os.path.join(root, d) for d in dirs] == summary["python_stats"]
-    assert len(dirs) == PYTHON[1]
-    for k, d in zip(range(PYTHON[0], PYTHON[0] + PYTHON[1]), dirs):
-        start, end = d.split("_")
-        s_mode, s_step, s_phase, s_us = start.split("-")
-        e_mode, e_step, e_phase, e_us = end.split("-")
-        assert (s_mode, int(s_step), s_phase) == ("train", k, "stepstart")
-        assert (e_mode, int(e_step), e_phase) == ("train", k + 1, "stepstart")
-        assert int(s_us) < int(e_us)
-        stats = pstats.Stats(os.path.join(root, d, "python_stats"))
+    windows = window_step_folders(root)
+    assert [w[0] for w in windows] == summary["python_stats"]
+    for folder, _, _ in windows:
+        stats = pstats.Stats(os.path.join(folder, "python_stats"))
         funcs = {name for (_, _, name) in stats.stats}
         # the step's own Python: the data loader's collate (sleeping) and the optimizer step
         assert "slow_collate" in funcs
@@ -97,3 +109,65 @@ def test_operators_also_in_timeline_as_smdebug_writes_them(run):
     window = set(range(DETAILED[0], DETAILED[0] + DETAILED[1]))
     assert {step_of(e) for e in cpu} == window
     assert sum(e["name"] == "aten::addmm" for e in cpu) == 2 * DETAILED[1]
+
+
+@pytest.fixture(scope="module")
+def pyinstrument_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("prof-pyinstrument") / "trial"
+    summary = train(str(out), steps=5, eval_steps=1, sleep_ms=COLLATE_MS, python=list(PYTHON),
+                    python_profiler="pyinstrument", via_env=True)
+    return out, summary
+
+
+def frames(frame, parents=()):
+    """(function, file, seconds, parent functions) of a pyinstrument frame tree, depth first."""
+    yield frame["function"], frame["file_path_short"], frame["time"], parents
+    for child in frame.get("children", []):
+        yield from frames(child, parents + (frame["function"],))
+
+
+def test_pyinstrument_reports_per_window_step(pyinstrument_run):
+    trial, summary = pyinstrument_run
+    prof_root = os.path.join(str(trial), "framework", "pytorch")
+    assert sorted(os.listdir(prof_root)) == ["pyinstrument"]  # and no cProfile
+    windows = window_step_folders(os.path.join(prof_root, "pyinstrument", summary["node_id"]))
+    # hook.get_profiler_data() listed them while the training ran
+    assert summary["data_python_stats"] == summary["python_stats"] == [w[0] for w in windows]
+    for folder, s_us, e_us in windows:
+        assert sorted(os.listdir(folder)) == ["python_stats.html", "python_stats.json"]
+        with open(os.path.join(folder, "python_stats.json")) as f:
+            session = json.load(f)
+        # the session is the step the folder names: it began then and fits in it
+        assert s_us - 1000 <= session["start_time"] * 1e6 <= e_us
+        assert COLLATE_MS / 1000 <= session["duration"] <= (e_us - s_us) / 1e6 + 1e-3
+        assert session["sample_count"] > 0
+        assert "train_profiled.py" in session["program"]
+        # the step's own Python: the training loop waiting in the data loader's collate, which
+        # sleeps (pyinstrument samples wall time, so the sleep shows)
+        tree = list(frames(session["root_frame"]))
+        collate = [f for f in tree if f[0] == "slow_collate"]
+        assert collate and all(f[1].endswith("train_profiled.py") for f in collate)
+        assert sum(f[2] for f in collate) >= 0.8 * COLLATE_MS / 1000
+        assert any(f[0] == "sleep" and f[3][-1] == "slow_collate" for f in tree)
+        assert any(f[0] == "__next__" and f[1].endswith("trainscope/profiler/recorder.py")
+                   for f in tree)  # trainscope's data-loader timing, the caller of the wait
+        with open(os.path.join(folder, "python_stats.html")) as f:
+            html = f.read()
+        assert html.lstrip().startswith("<!DOCTYPE html>") and "slow_collate" in html
+
+
+def test_smdebug_reads_our_pyinstrument_reports(pyinstrument_run):
+    from smdebug.profiler.analysis.python_stats_reader import LocalPythonStatsReader
+
+    trial, summary = pyinstrument_run
+    reader = LocalPythonStatsReader(os.path.join(str(trial), "framework", "pytorch",
+                                                 "pyinstrument"))
+    stats = reader.load_python_profile_stats()
+    assert len(stats) == 2 * PYTHON[1]  # the JSON and the HTML of each step
+    assert {s.profiler_name for s in stats} == {"pyinstrument"}
+    assert {s.framework for s in stats} == {"pytorch"}
+    assert {s.node_id for s in stats} == {summary["node_id"]}
+    assert sorted({(s.start_step, s.end_step) for s in stats}) == [
+        (k, k + 1) for k in range(PYTHON[0], PYTHON[0] + PYTHON[1])]
+    assert {os.path.basename(s.stats_path) for s in stats} == {"python_stats.json",
+                                                                "python_stats.html"}

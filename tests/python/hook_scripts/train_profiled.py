@@ -4,12 +4,14 @@
 
 Options: steps (train steps, default 6), eval_steps (default 2), sleep_ms (the data loader's
 collate sleeps this long per batch, default 40), detailed ([start_step, num_steps] of the
-torch.profiler window), python ([start_step, num_steps] of the cProfile window), system
-(start_system_monitor value), interval_ms (system sampling interval), via_env (pass the
+torch.profiler window), python ([start_step, num_steps] of the Python profiling window),
+python_profiler (which profiler that window runs: "cprofile", the default, or "pyinstrument"),
+system (start_system_monitor value), interval_ms (system sampling interval), via_env (pass the
 configuration as TRAINSCOPE_PROFILER_CONFIG instead of the constructor), workers (DataLoader
 num_workers, default 0).
 The last stdout line: {"spans": [[phase, name, start_us, dur_us, step], ...], "detailed": [...],
-"python_stats": [...], "system_count": n, "node_id": ..., "base_dir": ...}.
+"python_stats": [...], "data_python_stats": [...] (what get_profiler_data() listed before the
+hook closed), "system_count": n, "node_id": ..., "base_dir": ...}.
 """
 
 import json
@@ -34,7 +36,8 @@ detailed = opts.get("detailed")
 python = opts.get("python")
 profile = FrameworkProfile(
     detailed_profiling_config=DetailedProfilingConfig(*detailed) if detailed else None,
-    python_profiling_config=PythonProfilingConfig(*python) if python else None)
+    python_profiling_config=PythonProfilingConfig(
+        *python, python_profiler=opts.get("python_profiler", "cprofile")) if python else None)
 config = ProfilerConfig(system_monitor_interval_millis=opts.get("interval_ms", 100),
                         framework_profile_params=profile,
                         start_system_monitor=opts.get("system", False))
@@ -93,6 +96,7 @@ print(json.dumps({
     "spans": [list(s) for s in data_before_close.spans],
     "detailed": hook._prof.detailed_traces,
     "python_stats": hook._prof.python_stats,
+    "data_python_stats": data_before_close.python_stats,
     "system_count": len(data_before_close.system),
     "node_id": data_before_close.node_id,
     "base_dir": data_before_close.base_dir,
