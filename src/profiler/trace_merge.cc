@@ -94,7 +94,7 @@ class Merger {
                   {std::string(pf::kStartTimeArg), res_->base_time_us},
                   {"generator", "trainscope MergeTimeline"}};
     std::string head =
-        "{\"displayTimeUnit\":\"ms\",\n\"otherData\":" + Dump(other) + ",\n\"traceEvents\":[\n";
+        "{\"otherData\":" + Dump(other) + ",\n\"traceEvents\":[\n";
     return head + body_ + "\n]}\n";
   }
 
@@ -384,8 +384,13 @@ class Merger {
           if (auto v = e.find(k); v != e.end() && v->is_string()) out[k] = *v;
         }
         if (auto v = e.find("id"); v != e.end()) {
-          out["id"] =
+          // Ids of different traces must not meet, and viewers take only numbers (Perfetto
+          // drops a flow whose id is neither a number nor a hex string): each (trace, id)
+          // gets the next integer.
+          const std::string key =
               std::to_string(fi) + ":" + (v->is_string() ? v->get<std::string>() : Dump(*v));
+          auto [it, added] = flow_ids_.try_emplace(key, static_cast<int64_t>(flow_ids_.size()) + 1);
+          out["id"] = it->second;
         }
         if (auto a = e.find("args"); a != e.end() && a->is_object()) out["args"] = *a;
         if (ph == "C") {
@@ -450,6 +455,7 @@ class Merger {
   std::vector<TorchTrace> torch_;
   std::vector<RuleFinding> findings_;
   std::string body_;
+  std::map<std::string, int64_t> flow_ids_;  // (trace index:id) -> the id written
 };
 
 }  // namespace

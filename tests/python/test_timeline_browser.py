@@ -183,10 +183,9 @@ def test_perfetto_imports_the_merged_timeline(perfetto, merged):
     _, doc = merged
     names, slices, counters, instants, _ = expected(doc)
     assert state["ready"] and not state["status"].startswith("Error"), state
-    # the trace processor's own account of the import: no errors and no data lost, except the
-    # flow ids (test_perfetto_keeps_the_flows)
+    # the trace processor's own account of the import: no errors and no data lost
     bad = query("select name, value from stats where value > 0 and severity in "
-                "('error', 'data_loss') and name != 'flow_invalid_id'")
+                "('error', 'data_loss')")
     assert bad == []
     # the UI's error reports, less the renderer assertion of this build and its probe for a
     # native trace processor (http://127.0.0.1:9001, refused)
@@ -217,10 +216,6 @@ def test_perfetto_imports_the_merged_timeline(perfetto, merged):
     assert {"name": FINDING, "cat": "rule"} in rows
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the merged trace says \"displayTimeUnit\": \"ms\"; this Perfetto (v20.1) takes that key as "
-    "the unit of ts and dur and reads every time 1000 times too long (later versions ignore it, "
-    "as the format says; the Catapult viewer reads the times right)"))
 def test_perfetto_reads_the_times_as_written(perfetto, merged):
     _, query, _ = perfetto
     _, doc = merged
@@ -233,10 +228,6 @@ def test_perfetto_reads_the_times_as_written(perfetto, merged):
     assert got == pytest.approx(step_times(doc, step_pid, 1e3), abs=1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "trace_merge.cc renames flow ids to '<file index>:<id>' strings; Perfetto's JSON parser "
-    "takes an id that is a number or a hexadecimal string only, counts the rest as "
-    "flow_invalid_id and drops the arrows (the Catapult viewer keeps them)"))
 def test_perfetto_keeps_the_flows(perfetto, merged):
     _, query, _ = perfetto
     _, doc = merged
