@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "profiler/reader_util.h"
@@ -258,18 +260,25 @@ class Merger {
     }
   }
 
+  // Each finding twice: a global instant (a line across the whole timeline, at the moment the
+  // rule fired) and a zero-length slice on the "rules" process, one thread per rule, so the
+  // rules' row lists what fired.
   void EmitRules() {
     if (findings_.empty()) return;
     Metadata(kRulesPid, "rules", kRulesPid);
+    std::map<std::string, int64_t> tid_of;
     for (const RuleFinding& f : findings_) {
-      Add({{"name", f.rule + ": " + f.message},
-           {"cat", "rule"},
-           {"ph", "i"},
-           {"s", "g"},
-           {"ts", Rel(f.time_us)},
-           {"pid", kRulesPid},
-           {"tid", 0},
-           {"args", f.record}});
+      auto [it, added] = tid_of.try_emplace(f.rule, static_cast<int64_t>(tid_of.size()) + 1);
+      if (added) {
+        Add({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", kRulesPid},
+             {"tid", it->second}, {"args", {{"name", f.rule}}}});
+        ++res_->metadata_events;
+      }
+      const std::string name = f.rule + ": " + f.message;
+      Add({{"name", name}, {"cat", "rule"}, {"ph", "i"}, {"s", "g"}, {"ts", Rel(f.time_us)},
+           {"pid", kRulesPid}, {"tid", 0}, {"args", f.record}});
+      Add({{"name", name}, {"cat", "rule"}, {"ph", "X"}, {"ts", Rel(f.time_us)}, {"dur", 0},
+           {"pid", kRulesPid}, {"tid", it->second}, {"args", f.record}});
       ++res_->rule_events;
     }
   }
@@ -413,6 +422,7 @@ class Merger {
       }
       // Then the metadata of processes that have events: names prefixed with the file, thread
       // names and sort indices kept when well formed.
+      std::set<std::tuple<int64_t, int64_t, std::string>> thread_meta;  // (pid, tid, kind) done
       for (const json& e : meta) {
         std::string key = e.contains("pid") ? Dump(e["pid"]) : "null";
         auto p = pid_of.find(key);
@@ -421,8 +431,12 @@ class Merger {
         const json* args = e.contains("args") && e["args"].is_object() ? &e["args"] : nullptr;
         if (args == nullptr) continue;
         if (name == "process_name" && args->contains("name") && (*args)["name"].is_string()) {
-          names[p->second] = label + ": " + (*args)["name"].get<std::string>();
+          // An empty name keeps the "pid N" one.
+          const std::string given = (*args)["name"].get<std::string>();
+          if (!given.empty()) names[p->second] = label + ": " + given;
         } else if (name == "thread_name" && args->contains("name") && (*args)["name"].is_string()) {
+          // torch.profiler writes some threads' names twice: once each.
+          if (!thread_meta.insert({p->second, map_tid(p->second, e), name}).second) continue;
           Add({{"name", name},
                {"ph", "M"},
                {"ts", 0},
@@ -432,6 +446,7 @@ class Merger {
           ++res_->metadata_events;
         } else if (name == "thread_sort_index" && args->contains("sort_index") &&
                    (*args)["sort_index"].is_number_integer()) {
+          if (!thread_meta.insert({p->second, map_tid(p->second, e), name}).second) continue;
           Add({{"name", name},
                {"ph", "M"},
                {"ts", 0},

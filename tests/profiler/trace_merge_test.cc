@@ -83,8 +83,16 @@ TEST_F(MergeTest, EverySourceInOneValidTrace) {
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "process_name") process[e["pid"]] = e["args"]["name"];
   }
+  // The rules' row: one thread per rule that fired, named after it.
+  std::map<int64_t, std::string> rule_thread;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 1) {
+      EXPECT_TRUE(rule_thread.emplace(e["tid"], e["args"]["name"]).second) << "named twice";
+    }
+  }
+  EXPECT_EQ(rule_thread.size(), 2u);
   double min_ts = 1e300;
-  int steps = 0, counters_cpu0 = 0, rule_lines = 0, torch_ops = 0;
+  int steps = 0, counters_cpu0 = 0, rule_lines = 0, rule_slices = 0, torch_ops = 0;
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] == "M") continue;
     min_ts = std::min(min_ts, e["ts"].get<double>());
@@ -114,6 +122,14 @@ TEST_F(MergeTest, EverySourceInOneValidTrace) {
         EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 2500000.0);
       }
     }
+    if (e["ph"] == "X" && e["pid"] == 1) {
+      EXPECT_EQ(e["dur"], 0);
+      EXPECT_EQ(e["cat"], "rule");
+      // on the thread of its rule
+      EXPECT_EQ(e["name"].get<std::string>().rfind(rule_thread.at(e["tid"]) + ": ", 0), 0u)
+          << e.dump();
+      ++rule_slices;
+    }
     if (e["ph"] == "X" && e.value("cat", "") == "cpu_op") {
       EXPECT_THAT(pname, HasSubstr("torch worker0.pt.trace.json"));
       ++torch_ops;
@@ -123,6 +139,7 @@ TEST_F(MergeTest, EverySourceInOneValidTrace) {
   EXPECT_EQ(steps, 6);
   EXPECT_EQ(counters_cpu0, 4);
   EXPECT_EQ(rule_lines, 2);
+  EXPECT_EQ(rule_slices, 2);
   EXPECT_GT(torch_ops, 0);
   // The torch events sit on the epoch clock: baseTimeNanoseconds/1000 + ts, relative to the base.
   const json& first = torch["traceEvents"][torch["traceEvents"].size() - 1];  // an instant
