@@ -9,48 +9,16 @@
 #include <set>
 #include <filesystem>
 
+#include "case_files.h"
 #include "prof_case.h"
 
 namespace trainscope::rules_test {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path ProfilerCasesDir() {
-  return fs::path(TRAINSCOPE_SOURCE_DIR) / "tests" / "rules" / "profiler_cases";
-}
-
-struct ProfCaseFile {
-  std::string rule;
-  fs::path path;
-};
-
-std::vector<ProfCaseFile> ListProfilerCases() {
-  std::vector<ProfCaseFile> out;
-  std::error_code ec;
-  for (const auto& dir : fs::directory_iterator(ProfilerCasesDir(), ec)) {
-    if (!dir.is_directory()) continue;
-    for (const auto& f : fs::directory_iterator(dir.path())) {
-      if (f.path().extension() == ".json") out.push_back({dir.path().filename(), f.path()});
-    }
-  }
-  std::sort(out.begin(), out.end(),
-            [](const ProfCaseFile& a, const ProfCaseFile& b) { return a.path < b.path; });
-  return out;
-}
-
-std::string ProfCaseName(const ::testing::TestParamInfo<ProfCaseFile>& info) {
-  std::string n = info.param.rule + "_" + info.param.path.stem().string();
-  for (auto& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
-class ProfilerRuleCaseTest : public ::testing::TestWithParam<ProfCaseFile> {};
+class ProfilerRuleCaseTest : public ::testing::TestWithParam<CaseFile> {};
 
 TEST_P(ProfilerRuleCaseTest, Verdict) {
-  const ProfCaseFile& cf = GetParam();
+  const CaseFile& cf = GetParam();
   Json c = Json::parse(ReadText(cf.path.string()), nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(c.is_discarded()) << cf.path << " is not valid JSON";
   ASSERT_TRUE(c.contains("expect")) << cf.path << " has no \"expect\"";
@@ -123,14 +91,15 @@ TEST_P(ProfilerRuleCaseTest, Verdict) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, ProfilerRuleCaseTest, ::testing::ValuesIn(ListProfilerCases()),
-                         ProfCaseName);
+INSTANTIATE_TEST_SUITE_P(Cases, ProfilerRuleCaseTest,
+                         ::testing::ValuesIn(ListCaseFiles("profiler_cases")),
+                         CaseTestName);
 
 // Every profiler rule has a case where it stays quiet, one where it fires (except the summary
 // rules, which never fire) and, for the GPU rules, one on data without GPUs.
 TEST(ProfilerRuleCasesCoverage, EveryProfilerRuleHasCases) {
   std::map<std::string, std::array<int, 3>> seen;  // fires, quiet, no-GPU note
-  for (const auto& cf : ListProfilerCases()) {
+  for (const auto& cf : ListCaseFiles("profiler_cases")) {
     Json c = Json::parse(ReadText(cf.path.string()), nullptr, false);
     ASSERT_FALSE(c.is_discarded()) << cf.path;
     const Json& e = c["expect"];

@@ -7,47 +7,11 @@
 #include <filesystem>
 #include <set>
 
+#include "case_files.h"
 #include "rule_case.h"
 
 namespace trainscope::rules_test {
 namespace {
-
-namespace fs = std::filesystem;
-
-fs::path CasesDir() { return fs::path(TRAINSCOPE_SOURCE_DIR) / "tests" / "rules" / "cases"; }
-
-struct CaseFile {
-  std::string rule;
-  fs::path path;
-};
-
-// gtest prints a parameter with PrintTo (else as raw bytes in ctest's listing).
-void PrintTo(const CaseFile& c, std::ostream* os) {
-  *os << c.rule << "/" << c.path.filename().string();
-}
-
-std::vector<CaseFile> ListCases() {
-  std::vector<CaseFile> out;
-  std::error_code ec;
-  for (const auto& dir : fs::directory_iterator(CasesDir(), ec)) {
-    if (!dir.is_directory()) continue;
-    for (const auto& f : fs::directory_iterator(dir.path())) {
-      if (f.path().extension() == ".json") out.push_back({dir.path().filename(), f.path()});
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const CaseFile& a, const CaseFile& b) {
-    return a.path < b.path;
-  });
-  return out;
-}
-
-std::string CaseName(const ::testing::TestParamInfo<CaseFile>& info) {
-  std::string n = info.param.rule + "_" + info.param.path.stem().string();
-  for (auto& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
 
 class RuleCaseTest : public ::testing::TestWithParam<CaseFile> {};
 
@@ -130,12 +94,13 @@ TEST_P(RuleCaseTest, Verdict) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, RuleCaseTest, ::testing::ValuesIn(ListCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Cases, RuleCaseTest, ::testing::ValuesIn(ListCaseFiles("cases")),
+                         CaseTestName);
 
 // Every built-in rule has at least one case where it fires and one where it does not.
 TEST(RuleCasesCoverage, EveryBuiltinRuleHasFiringAndQuietCases) {
   std::map<std::string, std::pair<int, int>> seen;  // rule -> (fires, quiet)
-  for (const auto& cf : ListCases()) {
+  for (const auto& cf : ListCaseFiles("cases")) {
     Json c = Json::parse(ReadText(cf.path.string()), nullptr, false);
     ASSERT_FALSE(c.is_discarded()) << cf.path;
     const Json& e = c["expect"];
