@@ -20,6 +20,10 @@
 //   (default 4096, 0 to skip; the time it took is printed), and after each iteration of 64 MiB
 //   or more drops the written files' pages from the page cache (sync, then fadvise DONTNEED;
 //   raw files are unlinked), so both sides keep writing into pages touched before.
+// - Each step costs two new files and a new folder (smdebug's layout), which raw write() does
+//   not pay: on the development VM's much-churned ext4 that was 1.7-2.4 ms per step (a C loop
+//   of the same calls; 52 us on tmpfs). TRAINSCOPE_BENCH_DIR=/dev/shm measures the writer
+//   without the file system's metadata costs.
 // - The two sides alternate within each iteration and the table gives the median of the
 //   per-iteration ratios. TRAINSCOPE_BENCH_ITERS sets the iterations per case (7).
 //
