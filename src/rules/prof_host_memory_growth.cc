@@ -50,6 +50,7 @@ class HostMemoryGrowth : public ProfilerRule {
  protected:
   void OnDatapoint(const Datapoint& d, Verdict*) override {
     if (!d.process_rss_bytes || *d.process_rss_bytes <= 0) return;  // 0: the tree has exited
+    ++rss_seen_;
     if (static_cast<double>(d.ts_us - feed().first_us()) < params().Double("warmup_seconds") * 1e6) {
       return;
     }
@@ -88,6 +89,11 @@ class HostMemoryGrowth : public ProfilerRule {
   void OnEnd(Verdict* v) override { AfterBatch(v); }
 
   std::string Summary() const override {
+    if (nodes_.empty() && rss_seen_ > 0) {
+      return "the run ended within the warm-up (warmup_seconds=" +
+             Num(params().Double("warmup_seconds")) + "): " + std::to_string(rss_seen_) +
+             " samples of the training processes' memory, none after it to judge";
+    }
     if (nodes_.empty()) {
       return "no memory metrics of the training's processes were recorded (the system sampler "
              "runs on the process tree under `trainscope run`)";
@@ -109,6 +115,8 @@ class HostMemoryGrowth : public ProfilerRule {
   }
 
  private:
+  int64_t rss_seen_ = 0;  // samples of the process tree's memory, warm-up included
+
   struct Bucket {
     double t = 0, v = 0;  // sums: seconds since the start of the data, MiB
     int64_t n = 0;
