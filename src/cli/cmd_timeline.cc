@@ -82,7 +82,14 @@ int RunTimeline(const TimelineOptions& o) {
   }
   auto text = env->ReadFile(out);
   Status valid = text.ok() ? ValidateTraceEvents(*text) : text.status();
-  const MergeTimelineResult& r = *merged;
+  MergeTimelineResult r = *merged;
+  if (r.counter_events + r.framework_events + r.detailed_events + r.rule_events == 0) {
+    r.warnings.push_back(
+        "nothing to merge: " + o.dir +
+        " has no system metrics (system/), framework spans (framework/), torch.profiler traces "
+        "or rule findings (rule-output/) in range; run the training under `trainscope run`, or "
+        "give the hook a profiler configuration (README, Profiling)");
+  }
   if (o.json) {
     nlohmann::json j{{"output", out},
                      {"valid", valid.ok()},

@@ -128,3 +128,21 @@ def test_timeline_cli_errors(cli, tmp_path):
     p = subprocess.run([cli, "timeline", str(tmp_path), "--start-us", "5", "--start-step", "1"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
+
+
+def test_timeline_of_a_trial_without_profiler_data_says_so(cli, tmp_path):
+    # A trial with tensors only (no system/, framework/ or rule-output/): a valid, empty
+    # timeline, and a warning saying why it is empty and what to do.
+    import numpy as np
+    from conftest import write_trial
+
+    import trainscope
+
+    trial = tmp_path / "tensors_only"
+    write_trial(str(trial), [(s, trainscope.modes.TRAIN, s, {"w": np.ones(3, np.float32)})
+                             for s in (0, 1)])
+    r = merge(cli, trial, tmp_path / "empty.json")
+    assert r["valid"] and r["framework_events"] == r["counter_events"] == 0
+    assert len(r["warnings"]) == 1 and r["warnings"][0].startswith("nothing to merge: ")
+    assert "trainscope run" in r["warnings"][0]
+
