@@ -79,8 +79,6 @@ const std::string& BenchRoot() {
 }
 
 // Source bytes, shared by all cases (the largest case is 256 MiB).
-std::vector<std::unique_ptr<char[]>> held_;  // WarmFreeMemory's blocks, briefly
-
 const std::vector<char>& Source(size_t n) {
   static std::vector<char> buf;
   if (buf.size() < n) {
@@ -96,15 +94,16 @@ double WarmFreeMemory() {
   size_t mb = 4096;
   if (const char* e = std::getenv("TRAINSCOPE_BENCH_WARM_MB")) mb = std::strtoull(e, nullptr, 10);
   const auto t0 = Clock::now();
+  std::vector<std::unique_ptr<char[]>> held;  // all touched before any is freed and reused
   for (size_t done = 0; done < mb; done += 256) {
     const size_t n = std::min<size_t>(256, mb - done) << 20;
     std::unique_ptr<char[]> p(new (std::nothrow) char[n]);
     if (!p) break;
     std::memset(p.get(), 1, n);
     benchmark::DoNotOptimize(p.get());
-    held_.push_back(std::move(p));  // freed together below: all touched before any is reused
+    held.push_back(std::move(p));
   }
-  held_.clear();
+  held.clear();
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 

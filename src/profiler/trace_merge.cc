@@ -434,27 +434,21 @@ class Merger {
           // An empty name keeps the "pid N" one.
           const std::string given = (*args)["name"].get<std::string>();
           if (!given.empty()) names[p->second] = label + ": " + given;
-        } else if (name == "thread_name" && args->contains("name") && (*args)["name"].is_string()) {
-          // torch.profiler writes some threads' names twice: once each.
-          if (!thread_meta.insert({p->second, map_tid(p->second, e), name}).second) continue;
-          Add({{"name", name},
-               {"ph", "M"},
-               {"ts", 0},
-               {"pid", p->second},
-               {"tid", map_tid(p->second, e)},
-               {"args", {{"name", (*args)["name"]}}}});
-          ++res_->metadata_events;
-        } else if (name == "thread_sort_index" && args->contains("sort_index") &&
-                   (*args)["sort_index"].is_number_integer()) {
-          if (!thread_meta.insert({p->second, map_tid(p->second, e), name}).second) continue;
-          Add({{"name", name},
-               {"ph", "M"},
-               {"ts", 0},
-               {"pid", p->second},
-               {"tid", map_tid(p->second, e)},
-               {"args", {{"sort_index", (*args)["sort_index"]}}}});
-          ++res_->metadata_events;
+          continue;
         }
+        // Thread metadata, kept when well formed, once per thread (torch.profiler writes some
+        // threads' names twice).
+        const char* arg = name == "thread_name"         ? "name"
+                          : name == "thread_sort_index" ? "sort_index"
+                                                        : nullptr;
+        if (arg == nullptr || !args->contains(arg)) continue;
+        const json& value = (*args)[arg];
+        if (name == "thread_name" ? !value.is_string() : !value.is_number_integer()) continue;
+        const int64_t tid = map_tid(p->second, e);
+        if (!thread_meta.insert({p->second, tid, name}).second) continue;
+        Add({{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", p->second}, {"tid", tid},
+             {"args", {{arg, value}}}});
+        ++res_->metadata_events;
       }
       for (const auto& [pid, name] : names) Metadata(pid, name, pid);
     }

@@ -126,7 +126,6 @@ void StepBuffer::AddRecord(std::string_view name, const TensorView& v, double wa
       CopyToContiguous(v, dst);
       r.crc = crc32c::Extend(r.crc, dst, content);
     }
-    r.crc_known = true;
     r.content = dst;
     record_io::EncodeFixed32(dst + content, kMagicFooter);
   }
@@ -152,7 +151,6 @@ void StepBuffer::AddStringRecord(std::string_view name, const TensorView& v, dou
   r.head = p + kHeaderSize;
   r.head_size = scratch_.size();
   r.crc = crc32c::Value(r.head, r.head_size);
-  r.crc_known = true;
   r.view.dtype = DType::kString;  // payload is self-contained: no strings kept
   r.wall_time = wall_time;
   record_of_[r.name] = records_.size();
@@ -206,10 +204,9 @@ std::vector<IndexTensorEntry> StepBuffer::TensorEntries() const {
   out.reserve(records_.size());
   for (const Record& r : records_) {
     if (!r.live) continue;
-    uint32_t crc = r.crc;
-    if (!r.crc_known) {
-      crc = crc32c::Extend(crc32c::Value(r.head, r.head_size), r.content, r.content_size);
-    }
+    const uint32_t crc =
+        r.borrowed ? crc32c::Extend(crc32c::Value(r.head, r.head_size), r.content, r.content_size)
+                   : r.crc;
     out.push_back({r.name, r.offset, r.length, crc});
   }
   return out;

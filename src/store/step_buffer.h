@@ -83,10 +83,9 @@ class StepBuffer {
     // To lay the record out again (Finish after a replacement).
     TensorView view;  // data = content; kString views keep their strings in `head`
     bool borrowed = false;
-    // CRC32C of the payload (head + content), computed while copying; borrowed records get
-    // theirs on the writer thread (TensorEntries).
+    // CRC32C of the payload (head + content), computed while copying; unset for borrowed
+    // records, whose CRC the writer thread computes (TensorEntries).
     uint32_t crc = 0;
-    bool crc_known = false;
     double wall_time = 0;
     bool live = true;
   };

@@ -3,7 +3,6 @@ optimizer, data-loader wait and user spans nested inside, written as smdebug's f
 timeline (framework/pevents, Chrome trace JSON) and read back by smdebug, by our readers and
 by hook.get_profiler_data()."""
 
-
 import pytest
 
 from profiler_util import inside, raw_events, step_of, timeline_files, train

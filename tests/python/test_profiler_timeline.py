@@ -145,4 +145,3 @@ def test_timeline_of_a_trial_without_profiler_data_says_so(cli, tmp_path):
     assert r["valid"] and r["framework_events"] == r["counter_events"] == 0
     assert len(r["warnings"]) == 1 and r["warnings"][0].startswith("nothing to merge: ")
     assert "trainscope run" in r["warnings"][0]
-

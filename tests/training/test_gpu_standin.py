@@ -12,12 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from test_profiler_rules import CLI, PROGRAMS, _findings, _status
+from test_profiler_rules import CLI, PROGRAMS, _findings, _status, run_under_trainscope
 
 HERE = Path(__file__).resolve().parent
 STANDIN = HERE.parent / "profiler" / "nvml_standin" / "nvml_standin.c"
@@ -39,26 +38,11 @@ def driver_dir(tmp_path_factory):
 
 
 def _run(trial, driver_dir, program, rules, **standin):
-    import trainscope
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(trainscope.__file__).resolve().parent.parent) + os.pathsep + \
-        env.get("PYTHONPATH", "")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NVML_STANDIN_")}
     env["LD_LIBRARY_PATH"] = str(driver_dir) + os.pathsep + env.get("LD_LIBRARY_PATH", "")
-    for k in list(env):
-        if k.startswith("NVML_STANDIN_"):
-            del env[k]
     env.update({f"NVML_STANDIN_{k.upper()}": str(v) for k, v in standin.items()})
-    cmd = [str(CLI), "run", "--out", str(trial), "--rules", "none", "--system-interval-ms", "100",
-           "--json"]
-    for r in rules:
-        cmd += ["--rule", r]
-    cmd += ["--", sys.executable] + program
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode in (0, 3), (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
-    summary = json.loads(p.stdout[p.stdout.rindex('{\n  "command"'):])
-    assert summary["training_exit_code"] == 0, p.stderr[-2000:]
-    return p
+    return run_under_trainscope(trial, rules, program, env=env,
+                                options=["--system-interval-ms", "100"])[0]
 
 
 def _gpu_metrics(trial):

@@ -86,22 +86,28 @@ def _has_step_spans(trial):
     return False
 
 
-def _run(argv, out):
+def run_under_trainscope(out, rules, python_args, env=None, options=()):
+    """`trainscope run --out OUT --rules none --rule R... OPTIONS --json -- python ARGS` with this
+    trainscope importable; asserts the training exited 0 and returns (process, JSON summary)."""
     import trainscope
 
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     pkg_parent = str(Path(trainscope.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [str(CLI), "run", "--out", str(out), "--rules", "none", "--json"]
-    for r in RULES:
+    cmd = [str(CLI), "run", "--out", str(out), "--rules", "none", "--json", *options]
+    for r in rules:
         cmd += ["--rule", r]
-    cmd += ["--", sys.executable, str(PROGRAMS / argv[0])] + argv[1:]
+    cmd += ["--", sys.executable, *python_args]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode in (0, 3), (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     # The training's own output comes first on stdout; the summary is the last JSON object.
     summary = json.loads(p.stdout[p.stdout.rindex('{\n  "command"'):])
     assert summary["training_exit_code"] == 0, p.stderr[-3000:]
-    return summary
+    return p, summary
+
+
+def _run(argv, out):
+    return run_under_trainscope(out, RULES, [str(PROGRAMS / argv[0])] + argv[1:])[1]
 
 
 def _findings(trial, rule):
