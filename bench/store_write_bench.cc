@@ -21,9 +21,15 @@
 //   or more drops the written files' pages from the page cache (sync, then fadvise DONTNEED;
 //   raw files are unlinked), so both sides keep writing into pages touched before.
 // - Each step costs two new files and a new folder (smdebug's layout), which raw write() does
-//   not pay: on the development VM's much-churned ext4 that was 1.7-2.4 ms per step (a C loop
-//   of the same calls; 52 us on tmpfs). TRAINSCOPE_BENCH_DIR=/dev/shm measures the writer
-//   without the file system's metadata costs.
+//   not pay: on the development VM's much-churned ext4 that was 0.7-2.4 ms per step (a C loop
+//   of the same calls; perf: ext4's inode allocator scanning past recently deleted inodes,
+//   recently_deleted + find_get_block_common, in system CPU), 0.2 ms on a new ext4 (a loop
+//   mount), 52 us on tmpfs. TRAINSCOPE_BENCH_DIR points the benchmark at another file system:
+//   /dev/shm measures the writer without metadata costs; a new ext4 without the churn:
+//     truncate -s 6G /tmp/ext4.img && mkfs.ext4 -q -F /tmp/ext4.img &&
+//     mkdir -p /mnt/fresh && mount -o loop /tmp/ext4.img /mnt/fresh
+//   The per-step rows (one tensor per step) show that per-step cost; the goal (>= 0.8) is for
+//   the rows that write many bytes per step, as training does.
 // - The two sides alternate within each iteration and the table gives the median of the
 //   per-iteration ratios. TRAINSCOPE_BENCH_ITERS sets the iterations per case (7).
 //
@@ -126,6 +132,7 @@ struct Case {
   size_t size;      // bytes per tensor
   int per_step;     // tensors per step
   int steps;        // steps per iteration
+  bool goal;        // a row of the goal (>= 0.8); the others show the per-step cost
 };
 
 // label -> measured rates (bytes/s), medians over iterations
@@ -293,11 +300,11 @@ void BM_Memcpy(benchmark::State& state, Case c) {
 }
 
 const Case kCases[] = {
-    {"4 KB x 256 per step", 4096, 256, 32},    // 32 MiB per iteration
-    {"4 KB x 1 per step", 4096, 1, 256},       // bound by the per-step files (see the table)
-    {"1 MB x 1 per step", 1 << 20, 1, 32},
-    {"1 MB x 16 per step", 1 << 20, 16, 16},   // 256 MiB per iteration
-    {"256 MB x 1 per step", 256u << 20, 1, 2},
+    {"4 KB x 256 per step", 4096, 256, 32, true},   // 32 MiB per iteration
+    {"4 KB x 1 per step", 4096, 1, 256, false},     // bound by the per-step files (see the table)
+    {"1 MB x 1 per step", 1 << 20, 1, 32, false},
+    {"1 MB x 16 per step", 1 << 20, 16, 16, true},  // 256 MiB per iteration
+    {"256 MB x 1 per step", 256u << 20, 1, 2, true},
 };
 
 void RegisterAll() {
@@ -333,8 +340,9 @@ void PrintTable() {
     if (it == Results().end()) continue;
     const Rates& r = it->second;
     const double ratio = r.ratio;
+    const char* verdict = !c.goal ? "step cost" : ratio >= 0.8 ? ">= 0.8 ok" : ">= 0.8 MISS";
     std::printf("%-22s | %15.0f | %10.0f | %6.2f | %11s | %11.0f | %.0f / %.0f\n", c.label,
-                r.trainscope / 1e6, r.raw / 1e6, ratio, ratio >= 0.8 ? ">= 0.8 ok" : ">= 0.8 MISS",
+                r.trainscope / 1e6, r.raw / 1e6, ratio, verdict,
                 r.memcpy_ / 1e6, r.trainscope_cpu * 1e8 * 1e3, r.raw_cpu * 1e8 * 1e3);
   }
   // A step costs two new files, a new folder and two renames (smdebug's layout): with one small
