@@ -11,7 +11,8 @@
 //   TRAIN step=<global step> mode_step=<step of the mode> loss=<loss, 9 significant digits>
 // and the trial reads like one written by trainscope.pytorch: "Net_fc1.weight",
 // "gradient/Net_fc1.weight", "loss_output_0" (trainscope.create_trial, smdebug's create_trial,
-// or `trainscope` commands on the folder).
+// or `trainscope` commands on the folder). A rule's stop request (`trainscope run --action stop`)
+// ends the training at the next step boundary, with the trial closed and exit code 0.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
     {
       hook.SetMode(trainscope::Mode::kTrain);
       trainscope::TorchHook::StepScope scope(hook);
+      if (hook.StopRequested()) break;  // a rule asked to stop; the hook said why and closed
       const int64_t begin = (step * o.batch) % n;
       torch::Tensor idx = torch::arange(begin, begin + o.batch) % n;
       torch::Tensor loss = torch::nn::functional::cross_entropy(
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
       torch::NoGradGuard no_grad;
       hook.SetMode(trainscope::Mode::kEval);
       trainscope::TorchHook::StepScope scope(hook);
+      if (hook.StopRequested()) break;
       torch::Tensor logits = net->forward(eval_x);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, eval_y);
       hook.SaveLoss(loss);

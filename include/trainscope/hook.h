@@ -6,6 +6,7 @@
 //   hook->SetMode(Mode::kTrain);
 //   for (...) {
 //     Hook::StepScope step(*hook);                 // step boundary (Step() ... EndStep())
+//     if (hook->StopRequested()) break;            // a rule asked to stop (see below)
 //     if (hook->is_saving_step()) {
 //       hook->SaveTensor("Net_fc1.weight", view);  // saved as the collections say, or not at all
 //     }
@@ -24,10 +25,22 @@
 // (regexes run once per name); the plan for a set of due collections is cached, so repeated
 // lookups are two hash hits.
 //
-// Fail open: Save*, Step and Close never throw and never stop training. The first error is
-// printed once to stderr with the tensor and step (unless config.quiet); later ones are counted
-// (stats().errors). Configuration errors are returned by Create (and by Prepare, for collections
-// changed after Create).
+// Fail open: Save*, Step and Close never throw and never stop training on an error. The first
+// error is printed once to stderr with the tensor and step (unless config.quiet); later ones are
+// counted (stats().errors). Configuration errors are returned by Create (and by Prepare, for
+// collections changed after Create).
+//
+// Stop requests: at every Step() the hook checks whether a rule's StopTraining action (or a
+// person: trainscope_request_stop) asked the training to stop, i.e. whether
+// <out_dir>/rule-output/stop_training.json exists (docs/formats/stop_signal.md). The check is one
+// access(2) through the Env, nothing more while the file is absent; every rank checks, writing or
+// not (a dry-run hook without out_dir has no trial to watch). The first Step() that sees the file
+// reads the reason, Close()s the hook (the step in progress and every saved step reach disk, then
+// the end marker), prints once to stderr, as trainscope.pytorch does and whatever config.quiet
+// says (the training ends early: say why),
+//   trainscope: training stopped on request of <rule> at step <step>: <explanation>
+// and returns false; from then on StopRequested() is true and stop_reason() says why. The hook
+// never throws or exits for it: the trainer ends its loop.
 //
 // Workers: worker_<rank>. With include_workers = kOne only rank 0 writes (other ranks plan and
 // write nothing); with kAll every rank writes its own files and the collections file says
@@ -72,6 +85,19 @@ struct HookStats {
   int64_t plans_built = 0;      // cache misses of Plan()
 };
 
+// Why the training was asked to stop: the stop file's content (docs/formats/stop_signal.md).
+// A file that does not parse (e.g. a bare `touch`) still stops training; its explanation then
+// says so.
+struct StopReason {
+  std::string rule;         // the rule that asked; empty for a person
+  int64_t step = -1;        // the global step at which it asked; -1 if not given
+  std::string explanation;  // one line
+
+  // "<rule> at step <step>: <explanation>" ("a person" without a rule, "?" without a step): the
+  // line printed to stderr after "training stopped on request of ".
+  std::string ToString() const;
+};
+
 class Hook {
  public:
   // Validates the configuration (InvalidArgument saying what to change) and checks that
@@ -103,7 +129,8 @@ class Hook {
   int64_t step() const;       // global step; -1 before the first Step()
   int64_t mode_step() const;  // step of the current mode; -1 before its first step
 
-  // Ends the current step and starts the next. Returns is_saving_step().
+  // Ends the current step and starts the next. Returns is_saving_step(). When a stop was
+  // requested (see above) it closes the hook instead and returns false.
   bool Step();
   // Ends the current step now (queues its files for writing); idempotent.
   void EndStep();
@@ -144,6 +171,11 @@ class Hook {
   // above). Idempotent. Returns the first error seen (also reported on stderr).
   Status Close();
   bool closed() const;
+
+  // True once a Step() has seen the trial's stop file (the hook is then closed).
+  bool StopRequested() const;
+  // Why; an empty StopReason while StopRequested() is false.
+  const StopReason& stop_reason() const;
 
   // "worker_<rank>".
   const std::string& worker() const;

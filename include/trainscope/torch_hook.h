@@ -11,6 +11,7 @@
 //   hook->RegisterModule(*net);               // parameters and gradients of net and its children
 //   for (...) {
 //     trainscope::TorchHook::StepScope step(*hook);   // step boundary (or hook->Step())
+//     if (hook->StopRequested()) break;        // a rule asked to stop (Hook's stop requests)
 //     auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
 //     hook->SaveLoss(loss);                    // "loss_output_0", collection "losses"
 //     optimizer.zero_grad();
@@ -115,7 +116,8 @@ class TorchHook {
   int64_t step() const;       // global step; -1 before the first Step()
   int64_t mode_step() const;  // step of the current mode
   // Ends the current step and begins the next; on a saving step saves the registered parameters.
-  // Returns is_saving_step().
+  // Returns is_saving_step(). When a stop was requested (trainscope/hook.h) it closes the hook
+  // instead, as Close() does, and returns false.
   bool Step();
   // Ends the current step (its files are queued for writing); idempotent.
   void EndStep();
@@ -139,6 +141,10 @@ class TorchHook {
   // Ends the step, writes the collections, drains the writer, writes the end marker.
   // Idempotent; gradient hooks do nothing afterwards. Returns the first error seen.
   Status Close();
+
+  // Hook::StopRequested() and Hook::stop_reason(): a Step() saw the trial's stop file.
+  bool StopRequested() const;
+  StopReason stop_reason() const;
 
   HookStats stats() const;
   // Names of the registered parameters ("Net_fc1.weight"), in registration order, and of those

@@ -3,14 +3,46 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "capture/planner.h"
 #include "capture/workers.h"
+#include "trainscope/actions_format.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
 namespace trainscope {
+namespace {
+
+// The reason in a stop file (docs/formats/stop_signal.md; written whole, by a rename). Parsed here,
+// not with StopRequestFromJson: capture does not link the actions module (libcurl) for three keys.
+StopReason ReadStopReason(Env* env, const std::string& path) {
+  StopReason r;
+  auto region = env->MapFile(path);
+  const nlohmann::json j =
+      region.ok() ? nlohmann::json::parse((*region)->view(), nullptr, /*allow_exceptions=*/false)
+                  : nlohmann::json();
+  if (!j.is_object()) {
+    r.explanation = "stop file present (no reason given)";
+    return r;
+  }
+  if (auto it = j.find("rule"); it != j.end() && it->is_string()) r.rule = it->get<std::string>();
+  if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) {
+    r.step = it->get<int64_t>();
+  }
+  if (auto it = j.find("explanation"); it != j.end() && it->is_string()) {
+    r.explanation = it->get<std::string>();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string StopReason::ToString() const {
+  return (rule.empty() ? std::string("a person") : rule) + " at step " +
+         (step >= 0 ? std::to_string(step) : std::string("?")) + ": " + explanation;
+}
 
 class Hook::Impl {
  public:
@@ -37,6 +69,10 @@ class Hook::Impl {
   bool collections_exported = false;
   bool closed = false;
   std::vector<std::pair<std::string, double>> early_scalars;  // before the first step
+
+  std::string stop_path;  // <out_dir>/rule-output/stop_training.json; empty: nothing to watch
+  bool stop_requested = false;
+  StopReason stop_reason;
 
   HookStats stats;
   Status first_error;
@@ -221,6 +257,10 @@ Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   if (!config.quiet) {
     for (const auto& w : config.warnings) std::fprintf(stderr, "trainscope: %s\n", w.c_str());
   }
+  if (!config.out_dir.empty()) {
+    impl->stop_path = JoinPath(JoinPath(config.out_dir, actions_format::kRuleOutputDir),
+                               actions_format::kStopSignalFileName);
+  }
   impl->config = std::move(config);
   return std::unique_ptr<Hook>(new Hook(std::move(impl)));
 }
@@ -259,6 +299,14 @@ bool Hook::is_saving_step() const { return impl_->due != 0; }
 bool Hook::Step() {
   Impl& d = *impl_;
   if (d.closed) return false;
+  if (!d.stop_path.empty() && d.env->FileExists(d.stop_path)) {
+    d.stop_reason = ReadStopReason(d.env, d.stop_path);
+    d.stop_requested = true;
+    Close();
+    std::fprintf(stderr, "trainscope: training stopped on request of %s\n",
+                 d.stop_reason.ToString().c_str());
+    return false;
+  }
   EndStep();
   if (d.saved_any_step && !d.collections_exported) d.Report(d.ExportCollections(), "(collections)");
   if (!d.prepared || d.prepared_version != d.config.collections.version()) {
@@ -377,6 +425,8 @@ Status Hook::Close() {
 }
 
 bool Hook::closed() const { return impl_->closed; }
+bool Hook::StopRequested() const { return impl_->stop_requested; }
+const StopReason& Hook::stop_reason() const { return impl_->stop_reason; }
 const std::string& Hook::worker() const { return impl_->worker; }
 int Hook::rank() const { return impl_->rank; }
 int Hook::world_size() const { return impl_->world_size; }

@@ -355,6 +355,10 @@ bool TorchHook::Step() {
   if (d.closed) return false;
   d.output_counts.clear();
   const bool saving = d.hook->Step();
+  if (d.hook->StopRequested()) {
+    d.CloseLocked();  // the gradient hooks go too
+    return false;
+  }
   d.saving.store(saving, std::memory_order_release);
   if (saving) {
     for (const auto& p : d.params) d.Save(p.name, p.tensor, /*fresh=*/false);
@@ -439,6 +443,16 @@ Status TorchHook::Flush() {
 Status TorchHook::Close() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->CloseLocked();
+}
+
+bool TorchHook::StopRequested() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->StopRequested();
+}
+
+StopReason TorchHook::stop_reason() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->hook->stop_reason();
 }
 
 HookStats TorchHook::stats() const {
