@@ -26,7 +26,8 @@
 // keep bounded windows. Nothing grows with the number of steps.
 //
 // Thread safety: AddRule, AddSink, Poll and Run are called from one thread. Stop(), states() and
-// stats() may be called from any thread.
+// stats() may be called from any thread; stats() is a snapshot the runner's thread takes after
+// each step, tick and final round (rules and the data cache are not thread-safe).
 #pragma once
 
 #include <chrono>

@@ -156,6 +156,24 @@ class RuleRunner::Impl {
     }
     ++steps_evaluated_;
     last_step_ = step;
+    PublishStats();
+  }
+
+  // Copies what stats() reports into stats_. Rules, their StateBytes() and the RuleData cache are
+  // touched by the runner's thread only, so it takes the snapshot (after each step, tick and
+  // final round) and stats() only copies it under mu_, from any thread.
+  void PublishStats() {
+    RunnerStats s;
+    s.steps_evaluated = steps_evaluated_;
+    s.last_step = last_step_;
+    s.polls = polls_;
+    for (const auto& e : entries_) {
+      s.tracked_tensor_keys += static_cast<int64_t>(e.events_per_tensor.size());
+      s.rule_state_bytes += e.rule->StateBytes();
+    }
+    s.data = owner_->data_->stats();
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_ = s;
   }
 
   void Tick() {
@@ -170,6 +188,7 @@ class RuleRunner::Impl {
         WriteStatus(e);
       }
     }
+    PublishStats();
   }
 
   void Finalize(bool stopped) {
@@ -203,6 +222,7 @@ class RuleRunner::Impl {
       WriteStatus(e);
     }
     done_ = true;
+    PublishStats();
   }
 
   RuleRunner* owner_;
@@ -216,7 +236,8 @@ class RuleRunner::Impl {
   int64_t last_step_ = -1;
   int64_t polls_ = 0;
   Status first_error_;
-  mutable std::mutex mu_;  // guards Entry::state for states()
+  mutable std::mutex mu_;  // guards Entry::state for states(), and stats_
+  RunnerStats stats_;      // the last PublishStats()
 };
 
 Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path,
@@ -291,6 +312,7 @@ Status RuleRunner::AddRule(std::unique_ptr<Rule> rule) {
   } else {
     impl_->WriteStatus(added);
   }
+  impl_->PublishStats();
   return Status::OK();
 }
 
@@ -344,16 +366,8 @@ std::vector<RuleState> RuleRunner::states() const {
 }
 
 RunnerStats RuleRunner::stats() const {
-  RunnerStats s;
-  s.steps_evaluated = impl_->steps_evaluated_;
-  s.last_step = impl_->last_step_;
-  s.polls = impl_->polls_;
-  for (const auto& e : impl_->entries_) {
-    s.tracked_tensor_keys += static_cast<int64_t>(e.events_per_tensor.size());
-    s.rule_state_bytes += e.rule->StateBytes();
-  }
-  s.data = data_->stats();
-  return s;
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->stats_;
 }
 
 }  // namespace trainscope

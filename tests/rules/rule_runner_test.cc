@@ -284,6 +284,47 @@ TEST(RuleRunner, StopBeforeTheEndGivesStopped) {
   ASSERT_TRUE(w->Close().ok());
 }
 
+// stats() and states() from another thread while Run() evaluates (TSan checks the snapshot).
+TEST(RuleRunner, StatsAndStatesMayBeReadFromAnotherThread) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/trial";
+  auto w = OpenWriter(path);
+  ASSERT_TRUE(w->WriteCollections(CollectionsJson({})).ok());
+  WriteTraining(*w, 0, 200, /*vanish_at=*/0);  // findings at every step: the per-tensor counts
+  ASSERT_TRUE(w->Close().ok());
+  RuleRunner runner(OpenTrial(path));
+  ASSERT_TRUE(runner.AddRule(Make("VanishingGradient")).ok());
+  ASSERT_TRUE(runner.AddRule(Make("LossNotDecreasing")).ok());
+  ASSERT_TRUE(runner.AddRule(Make("ExplodingTensor")).ok());
+  std::atomic<bool> done{false};
+  int64_t reads = 0, last_seen = 0;
+  bool consistent = true;
+  std::thread reader([&] {
+    while (!done.load()) {
+      const RunnerStats st = runner.stats();
+      // One snapshot: the step counters agree and only grow.
+      consistent = consistent && st.steps_evaluated >= last_seen &&
+                   st.last_step == st.steps_evaluated - 1;
+      last_seen = st.steps_evaluated;
+      consistent = consistent && runner.states().size() == 3;
+      ++reads;
+    }
+  });
+  Status s = runner.Run();
+  done.store(true);
+  reader.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(consistent);
+  EXPECT_GT(reads, 0);
+  const RunnerStats st = runner.stats();
+  EXPECT_EQ(st.steps_evaluated, 200);
+  EXPECT_EQ(st.last_step, 199);
+  EXPECT_GE(st.polls, 1);
+  EXPECT_EQ(st.tracked_tensor_keys, 1);  // VanishingGradient's one gradient
+  EXPECT_GT(st.rule_state_bytes, 0u);
+  EXPECT_GT(st.data.value_reads, 0);
+}
+
 TEST(RuleRunner, RepeatedFindingsAreCappedPerTensor) {
   TempDir tmp;
   const std::string path = tmp.path() + "/trial";
