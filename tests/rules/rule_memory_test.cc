@@ -1,4 +1,4 @@
-// Bounded memory: a 100k-step trial of scalars (in memory) through a runner with the loss and
+// Bounded memory: a 5k-step trial of scalars (in memory) through a runner with the loss and
 // tensor rules. The runner's own counters (cache size, rule state bytes, tracked keys) must be
 // the same half-way and after 5k steps: nothing keeps one entry per step.
 #include <gtest/gtest.h>
