@@ -8,18 +8,21 @@
 //      prints a summary (or JSON). The exit code says what happened (commands.h).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <map>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "cli/commands.h"
@@ -27,10 +30,13 @@
 #include "cli/table.h"
 #include "trainscope/action_set.h"
 #include "trainscope/env.h"
+#include "trainscope/finding.h"
 #include "trainscope/prometheus.h"
+#include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
 #include "trainscope/stop_signal.h"
 #include "trainscope/system_sampler.h"
+#include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -131,15 +137,31 @@ std::string ProfilerConfigJson(const std::string& out, int64_t interval_ms) {
   return j.dump(2) + "\n";
 }
 
-// Forks and execs argv with `env_add` added to the environment, in its own process group.
+// How a spawned process is placed.
+struct SpawnMode {
+  bool own_group = false;       // in a process group of its own (signals to -pid reach its tree)
+  bool foreground = false;      // and that group becomes the terminal's foreground (stdin)
+  bool die_with_parent = false;  // SIGTERM when trainscope dies (a rule worker has no other use)
+};
+
+// Forks and execs argv with `env_add` added to the environment.
 pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_add,
-            bool own_group) {
+            SpawnMode mode) {
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
+  if (mode.die_with_parent) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);  // the parent died before prctl
+  }
+  if (mode.own_group) setpgid(0, 0);
+  // Also done by the parent (whichever runs first): the training must own the terminal before
+  // it reads from it (pdb, input()), or it is stopped by SIGTTIN.
+  if (mode.foreground) tcsetpgrp(STDIN_FILENO, getpid());
+  signal(SIGTTOU, SIG_DFL);  // the supervisor ignores it; exec keeps ignored signals ignored
   sigset_t none;
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  if (own_group) setpgid(0, 0);
   for (const auto& e : env_add) putenv(const_cast<char*>(e.c_str()));
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -199,6 +221,149 @@ class LiveView {
   std::map<std::string, std::string> last_status_;
 };
 
+// How a process ended, in words: "exited with code 1", "was killed by signal 9 (Killed)".
+std::string DescribeWaitStatus(int ws) {
+  if (WIFSIGNALED(ws)) {
+    return "was killed by signal " + std::to_string(WTERMSIG(ws)) + " (" +
+           strsignal(WTERMSIG(ws)) + ")";
+  }
+  return "exited with code " + std::to_string(WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+}
+
+// A rule worker that ended without a final status of its own (killed, crashed, or stuck past
+// --rules-timeout) leaves its rule in Error, as SageMaker reports a rule container that failed,
+// with what happened in the message; what the rule had found stays in status.json's counts.
+// A worker that reported its own end (finished, or an Error it caught) is left as it said.
+void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
+                    const std::string& what) {
+  const std::string& rule = spec.name;
+  namespace fmt = rule_output_format;
+  const std::string dir = JoinPath(JoinPath(trial, fmt::kRuleOutputDir), rule);
+  const std::string path = JoinPath(dir, fmt::kStatusFile);
+  nlohmann::json j = nlohmann::json::object();
+  {
+    std::ifstream in(path);
+    if (in) {
+      auto old = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (old.is_object()) j = std::move(old);
+    }
+  }
+  const std::string status = j.value("status", "");
+  if (j.value("finished", false) || status == "Error" || status == "Stopped") return;
+  const auto now = static_cast<int64_t>(env->NowMicros());
+  j["version"] = fmt::kStatusVersion;
+  j["rule"] = rule;
+  j["status"] = "Error";
+  j["message"] = "the rule's worker process " + what +
+                 " before the rule finished (the training was not affected); to evaluate the "
+                 "rule on the trial again: trainscope rule-worker " + trial + " --rule '" +
+                 FormatRuleSpec(spec) + "'";
+  j["trial"] = trial;
+  j["finished"] = true;
+  j["updated_us"] = now;
+  j["updated"] = FormatTimeUtc(now);
+  if (Status s = env->CreateDirs(dir); s.ok()) {
+    s = env->WriteFileAtomic(path, j.dump(2) + "\n", /*sync=*/false);
+    if (!s.ok()) std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
+  }
+  std::fprintf(stderr, "trainscope: rule %s: its worker %s; status Error\n", rule.c_str(),
+               what.c_str());
+}
+
+// What the Prometheus endpoint shows under `run` besides the rules' statuses: each finding as
+// the rules append it to events.jsonl, and the training's last step and loss from the trial.
+class MetricsFeed {
+ public:
+  MetricsFeed(PrometheusExporter* metrics, std::string trial)
+      : metrics_(metrics), trial_path_(std::move(trial)) {}
+
+  void Poll(const std::vector<RuleStatusView>& rules) {
+    for (const auto& r : rules) {
+      ReadNewFindings(r.rule);
+      if (auto st = RuleStatusFromName(r.status)) metrics_->SetRuleStatus(r.rule, *st);
+    }
+    FollowTrial();
+  }
+
+ private:
+  void ReadNewFindings(const std::string& rule) {
+    namespace fmt = rule_output_format;
+    std::ifstream in(JoinPath(JoinPath(JoinPath(trial_path_, fmt::kRuleOutputDir), rule),
+                              fmt::kEventsFile));
+    if (!in) return;
+    std::streamoff& offset = events_offset_[rule];
+    in.seekg(offset);
+    std::string line;
+    // Only whole lines: one a worker is still appending is read on a later poll.
+    while (std::getline(in, line) && !in.eof()) {
+      offset += static_cast<std::streamoff>(line.size()) + 1;
+      if (auto f = FindingFromJson(line); f.ok()) metrics_->RecordFinding(*f);
+    }
+  }
+
+  void FollowTrial() {
+    if (!trial_) {
+      auto t = Trial::Open(trial_path_);
+      if (!t.ok()) return;  // no collections file yet: the hook has not started
+      trial_ = std::move(*t);
+    }
+    if (!trial_->Refresh().ok()) return;
+    const int64_t last = trial_->last_complete_step();
+    if (last < 0) return;
+    auto mode = trial_->ModeOf(last);
+    metrics_->RecordStep(last, mode.ok() ? std::optional<Mode>(*mode) : std::nullopt);
+    if (last == loss_checked_step_) return;
+    loss_checked_step_ = last;
+    auto names = trial_->TensorNames(Mode::kGlobal, std::nullopt, "", "losses");
+    if (!names.ok() || names->empty()) return;
+    // The newest step of any loss (a training loss and a validation loss share one name).
+    int64_t best_step = -1;
+    std::string best_name;
+    for (const auto& n : *names) {
+      auto steps = trial_->TensorSteps(n);
+      if (steps.ok() && !steps->empty() && steps->back() > best_step) {
+        best_step = steps->back();
+        best_name = n;
+      }
+    }
+    if (best_step < 0 || best_step == loss_step_) return;
+    auto v = trial_->ReductionValue(best_name, best_step, Reduction{ReductionOp::kMean});
+    if (!v.ok()) return;
+    loss_step_ = best_step;
+    metrics_->RecordLoss(*v, best_step);
+  }
+
+  PrometheusExporter* metrics_;
+  std::string trial_path_;
+  std::unique_ptr<Trial> trial_;
+  std::map<std::string, std::streamoff> events_offset_;
+  int64_t loss_checked_step_ = -1, loss_step_ = -1;
+};
+
+// --rules-timeout ran out: SIGTERM (a worker then ends its rule as Stopped at its next poll),
+// SIGKILL after 5 s for a worker stuck inside a rule; either way its rule is reported.
+template <typename OnStuck>
+void StopWorkers(std::map<pid_t, const RuleSpec*>* workers, double timeout_s, OnStuck on_stuck) {
+  for (auto& [pid, spec] : *workers) kill(pid, SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (!workers->empty() && Clock::now() < deadline) {
+    for (auto it = workers->begin(); it != workers->end();) {
+      it = waitpid(it->first, nullptr, WNOHANG) == it->first ? workers->erase(it) : std::next(it);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  char what[128];
+  std::snprintf(what, sizeof(what),
+                "did not end within --rules-timeout (%.0f s) and 5 s after SIGTERM; it was killed",
+                timeout_s);
+  for (auto& [pid, spec] : *workers) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    on_stuck(*spec, what);
+  }
+  workers->clear();
+}
+
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal = sig; }
 
@@ -245,6 +410,10 @@ int RunRun(RunOptions o) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // The training gets the terminal (it may read it: pdb, input(); Ctrl-C goes to it directly),
+  // when trainscope has it. Writing the live view from the background must not stop trainscope.
+  const bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  signal(SIGTTOU, SIG_IGN);
 
   std::vector<std::string> env_add = {
       "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
@@ -256,12 +425,13 @@ int RunRun(RunOptions o) {
     std::fprintf(stderr, "\n");
   }
   const auto start = Clock::now();
-  pid_t child = Spawn(o.command, env_add, /*own_group=*/true);
+  pid_t child = Spawn(o.command, env_add, SpawnMode{.own_group = true, .foreground = foreground});
   if (child < 0) {
     std::fprintf(stderr, "trainscope run: fork failed: %s\n", std::strerror(errno));
     return kExitFailure;
   }
   setpgid(child, child);
+  if (foreground) tcsetpgrp(STDIN_FILENO, child);
 
   std::unique_ptr<SystemSampler> sampler;
   if (!o.no_system) {
@@ -277,11 +447,13 @@ int RunRun(RunOptions o) {
     }
   }
   std::unique_ptr<PrometheusExporter> metrics;
+  std::unique_ptr<MetricsFeed> feed;
   if (o.metrics_port >= 0) {
     metrics = std::make_unique<PrometheusExporter>(o.out);
     auto port = metrics->Serve("127.0.0.1", o.metrics_port);
     if (port.ok()) {
       std::fprintf(stderr, "trainscope: metrics at http://127.0.0.1:%d/metrics\n", *port);
+      feed = std::make_unique<MetricsFeed>(metrics.get(), o.out);
     } else {
       std::fprintf(stderr, "trainscope run: metrics off: %s\n", port.status().message().c_str());
       metrics.reset();
@@ -289,15 +461,25 @@ int RunRun(RunOptions o) {
   }
 
   const std::string self = SelfExe();
-  std::map<pid_t, std::string> workers;
+  // Workers in groups of their own: a Ctrl-C meant for the training must not stop the rules
+  // before they have read its last steps.
+  std::map<pid_t, const RuleSpec*> workers;
   for (const auto& s : *specs) {
     std::vector<std::string> argv = {self, "rule-worker", o.out, "--rule", FormatRuleSpec(s)};
     for (const auto& a : o.actions) {
       argv.push_back("--action");
       argv.push_back(a);
     }
-    workers[Spawn(argv, {}, /*own_group=*/false)] = s.name;
+    workers[Spawn(argv, {}, SpawnMode{.own_group = true, .die_with_parent = true})] = &s;
   }
+  // A worker's end: anything but "no issues" (0) or "issues found" (3) is a failure unless the
+  // worker wrote its own final status.
+  auto reaped = [&](const RuleSpec& spec, int ws) {
+    if (WIFEXITED(ws) && (WEXITSTATUS(ws) == kExitOk || WEXITSTATUS(ws) == kExitIssuesFound)) {
+      return;
+    }
+    MarkRuleFailed(env, o.out, spec, DescribeWaitStatus(ws));
+  };
 
   LiveView view(!o.json && StdoutIsTerminal() && isatty(STDERR_FILENO));
   int child_status = 0;
@@ -320,18 +502,19 @@ int RunRun(RunOptions o) {
         (void)WriteEndOfJob(env, o.out);
       }
       if (sampler) sampler->Stop();
+      if (foreground) tcsetpgrp(STDIN_FILENO, getpgrp());
     }
     for (auto it = workers.begin(); it != workers.end();) {
       int ws;
-      it = waitpid(it->first, &ws, WNOHANG) == it->first ? workers.erase(it) : std::next(it);
-    }
-    auto statuses = ReadRuleStatuses(o.out);
-    if (metrics) {
-      for (const auto& r : statuses) {
-        if (auto st = RuleStatusFromName(r.status)) metrics->SetRuleStatus(r.rule, *st);
-        if (r.last_step >= 0) metrics->RecordStep(r.last_step);
+      if (waitpid(it->first, &ws, WNOHANG) == it->first) {
+        reaped(*it->second, ws);
+        it = workers.erase(it);
+      } else {
+        ++it;
       }
     }
+    auto statuses = ReadRuleStatuses(o.out);
+    if (feed) feed->Poll(statuses);
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!o.json) view.Update(statuses, elapsed);
     if (!child_done && !stop_seen && StopSignal::Check(o.out)) {
@@ -349,13 +532,14 @@ int RunRun(RunOptions o) {
     }
     if (child_done && workers.empty()) break;
     if (child_done && Clock::now() - child_end > std::chrono::duration<double>(o.rules_timeout_s)) {
-      for (auto& [pid, name] : workers) kill(pid, SIGTERM);
-      for (auto& [pid, name] : workers) waitpid(pid, nullptr, 0);
-      workers.clear();
+      StopWorkers(&workers, o.rules_timeout_s, [&](const RuleSpec& spec, const std::string& what) {
+        MarkRuleFailed(env, o.out, spec, what);
+      });
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  if (feed) feed->Poll(ReadRuleStatuses(o.out));
   if (metrics) metrics->StopServing();
 
   auto statuses = ReadRuleStatuses(o.out);
@@ -363,15 +547,13 @@ int RunRun(RunOptions o) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   int training_code = WIFEXITED(child_status) ? WEXITSTATUS(child_status)
                                               : 128 + (WIFSIGNALED(child_status) ? WTERMSIG(child_status) : 0);
-  bool issues = false;
-  for (const auto& r : statuses) issues |= r.status == "IssuesFound";
   int code = kExitOk;
   if (stop) {
     code = kExitStopped;
   } else if (training_code != 0) {
     code = kExitTrainingFailed;
-  } else if (issues) {
-    code = kExitIssuesFound;
+  } else {
+    code = RulesExitCode(statuses);
   }
   if (o.json) {
     nlohmann::json j{{"trial", o.out},

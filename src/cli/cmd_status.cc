@@ -34,6 +34,15 @@ std::string RenderStatusTable(const std::vector<RuleStatusView>& rules) {
   return t.Render(90);
 }
 
+int RulesExitCode(const std::vector<RuleStatusView>& rules) {
+  bool issues = false, error = false;
+  for (const auto& r : rules) {
+    issues |= r.status == "IssuesFound";
+    error |= r.status == "Error";
+  }
+  return issues ? kExitIssuesFound : error ? kExitRuleError : kExitOk;
+}
+
 namespace {
 
 int RunStatus(const std::string& dir, bool json) {
@@ -46,8 +55,6 @@ int RunStatus(const std::string& dir, bool json) {
   auto rules = ReadRuleStatuses(dir);
   auto stop = ReadStopRequest(dir);
   bool ended = env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile));
-  bool issues = false;
-  for (const auto& r : rules) issues |= r.status == "IssuesFound";
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
     j["stop_request"] = stop ? *stop : nlohmann::json(nullptr);
@@ -65,7 +72,7 @@ int RunStatus(const std::string& dir, bool json) {
                 << stop->value("explanation", std::string()) << "\n";
     }
   }
-  return issues ? kExitIssuesFound : kExitOk;
+  return RulesExitCode(rules);
 }
 
 }  // namespace

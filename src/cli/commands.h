@@ -22,8 +22,11 @@ inline constexpr int kExitUsage = 2;         // bad command line
 inline constexpr int kExitIssuesFound = 3;   // `run`/`status`: a rule found issues
 inline constexpr int kExitStopped = 4;       // `run`: a rule stopped the training
 inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command failed
+inline constexpr int kExitRuleError = 6;  // `run`: no issues found, but a rule ended in Error
 
 // Shared by `run` and `status`.
+// kExitIssuesFound if a rule found issues, else kExitRuleError if one is in Error, else kExitOk.
+int RulesExitCode(const std::vector<RuleStatusView>& rules);
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
 std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
 

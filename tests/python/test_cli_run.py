@@ -1,0 +1,293 @@
+"""`trainscope run` and `trainscope status` end to end: real trainings under the supervisor, its
+rule worker processes, its Prometheus endpoint, its terminal and signal handling.
+
+Each test starts the real `trainscope` command (the build's, else the installed one) and a real
+Python training; nothing is stubbed.
+"""
+
+import json
+import math
+import os
+import pathlib
+import pty
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from profiler_util import trainscope_cli
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CLI = trainscope_cli()
+pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+
+
+def _env():
+    """The training imports the trainscope these tests import."""
+    import trainscope
+
+    env = dict(os.environ)
+    pkg_parent = str(pathlib.Path(trainscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _workers_of(trial):
+    """pid -> rule of the running `trainscope rule-worker` processes of `trial`."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode() for a in argv if a]
+        if "rule-worker" in args and str(trial) in args and "--rule" in args:
+            found[int(pid)] = args[args.index("--rule") + 1].split(":")[0]
+    return found
+
+
+def _wait_for(pred, timeout=120, what="condition"):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _summary(stdout):
+    return json.loads(stdout[stdout.rindex('{\n  "command"'):])
+
+
+def _status_json(trial):
+    p = subprocess.run([CLI, "status", str(trial), "--json"], capture_output=True, text=True,
+                       timeout=60)
+    return p.returncode, json.loads(p.stdout)
+
+
+# ---- the README's main job, with its Prometheus endpoint scraped while it runs -----------------
+
+
+def _scrape(port):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def test_main_job_is_caught_explained_and_stopped_with_metrics(tmp_path):
+    """scripts/run-main.sh's command: the planted problem (learning rate 1.0 kills the ReLUs) is
+    caught by a rule, explained, and the training stopped; the trial is closed and readable; the
+    metrics endpoint showed the step, the loss and the findings while it ran."""
+    trial = tmp_path / "main"
+    cmd = [CLI, "run", "--out", str(trial), "--rules", "default", "--action", "stop",
+           "--metrics-port", "0", "--no-system", "--",
+           sys.executable, str(REPO / "examples" / "pytorch" / "digits_mlp.py"), "--lr", "1.0",
+           "--epochs", "8"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=_env(), cwd=tmp_path)
+    # The port is on stderr's third line; read stderr in the background from then on.
+    port, err_head = None, ""
+    while port is None:
+        line = p.stderr.readline()
+        assert line, "trainscope run ended before serving metrics:\n" + err_head
+        err_head += line
+        if "metrics at http://127.0.0.1:" in line:
+            port = int(line.rsplit(":", 1)[1].split("/")[0])
+    err_rest = []
+    t = threading.Thread(target=lambda: err_rest.append(p.stderr.read()))
+    t.start()
+    last, scrapes = None, 0
+    while p.poll() is None:
+        try:
+            last = _scrape(port)
+            scrapes += 1
+        except OSError:
+            pass  # serving stopped: the run is ending
+        time.sleep(0.1)
+    out = p.stdout.read()
+    t.join()
+    err = err_head + "".join(err_rest)
+    assert p.returncode == 4, (p.returncode, out[-3000:], err[-3000:])
+
+    stop = json.loads((trial / "rule-output" / "stop_training.json").read_text())
+    rule, step = stop["rule"], stop["step"]
+    assert rule in ("VanishingGradient", "DeadRelu"), stop
+    assert stop["explanation"]
+    # Reported: in the summary (the explanation and what to do) and by the training itself.
+    assert f"training was STOPPED by {rule} at step {step}" in out, out
+    assert "what to do: " in out
+    assert f"trainscope: training stopped on request of {rule} at step {step}" in err, err[-3000:]
+
+    # The trial is closed (end marker) and every step saved before the stop reads back.
+    import trainscope
+
+    tr = trainscope.create_trial(str(trial))
+    assert (trial / "training_job_end.ts").exists()
+    steps = tr.steps()
+    assert steps and steps[-1] >= step - 10, (steps, step)
+    assert steps[-1] < 8 * 47, "the training ran to its end instead of stopping"
+    loss = tr.tensor_names(collection="losses")[0]
+    for s in tr.tensor(loss).steps():
+        assert math.isfinite(float(tr.tensor(loss).value(s)))
+
+    # `trainscope status` says the same as run's summary: the stopping rule found issues.
+    code, status = _status_json(trial)
+    assert code == 3
+    by_rule = {r["rule"]: r for r in status["rules"]}
+    assert by_rule[rule]["status"] == "IssuesFound"
+    assert status["stop_request"]["rule"] == rule and status["training_ended"]
+
+    # The metrics endpoint, as last scraped before it closed.
+    assert scrapes > 0 and last is not None
+    assert last[("trainscope_step", (("mode", "TRAIN"),))] >= step - 10
+    assert math.isfinite(last[("trainscope_loss", ())])
+    assert last[("trainscope_loss_step", ())] > 0
+    assert last[("trainscope_rule_findings_total", (("rule", rule),))] >= 1
+    assert last[("trainscope_stop_requested", ())] == 1
+    assert last[("trainscope_rule_status", (("rule", rule), ("status", "IssuesFound")))] == 1
+
+
+# ---- rule workers that die or hang ------------------------------------------------------------
+
+SLEEPER = "import time; time.sleep({})"
+
+
+def test_a_killed_rule_worker_is_an_error_and_the_training_goes_on(tmp_path):
+    trial = tmp_path / "killed"
+    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
+                          "--json", "--rule", "ExplodingTensor", "--rule", "MaxInitializationTime",
+                          "--", sys.executable, "-c", SLEEPER.format(4)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = _wait_for(lambda: _workers_of(trial) if len(_workers_of(trial)) == 2 else None,
+                        what="two rule workers")
+    victim = next(pid for pid, rule in workers.items() if rule == "ExplodingTensor")
+    os.kill(victim, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    summary = _summary(out)
+    assert summary["training_exit_code"] == 0  # the training went on to its end
+    by_rule = {r["rule"]: r for r in summary["rules"]}
+    assert by_rule["ExplodingTensor"]["status"] == "Error"
+    assert "killed by signal 9" in by_rule["ExplodingTensor"]["message"]
+    assert "trainscope rule-worker" in by_rule["ExplodingTensor"]["message"]  # how to rerun it
+    assert by_rule["MaxInitializationTime"]["status"] == "NoIssuesFound"
+    assert p.returncode == summary["exit_code"] == 6  # no issues, but a rule in Error
+    assert "rule ExplodingTensor: its worker was killed by signal 9" in err
+    assert _status_json(trial)[0] == 6
+
+
+def test_a_rule_worker_stuck_past_the_rules_timeout_is_killed_and_reported(tmp_path):
+    trial = tmp_path / "stuck"
+    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
+                          "--json", "--rules-timeout", "1", "--rule", "ExplodingTensor",
+                          "--", sys.executable, "-c", SLEEPER.format(2)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (victim,) = _wait_for(lambda: _workers_of(trial), what="the rule worker")
+    os.kill(victim, signal.SIGSTOP)  # stuck: SIGTERM cannot end it, SIGKILL can
+    out, _ = p.communicate(timeout=120)
+    summary = _summary(out)
+    (rule,) = summary["rules"]
+    assert rule["status"] == "Error", rule
+    assert "did not end within --rules-timeout (1 s)" in rule["message"]
+    assert p.returncode == 6
+    assert not _workers_of(trial)
+
+
+# ---- the terminal and signals -----------------------------------------------------------------
+
+
+def _run_in_pty(argv, script):
+    """Runs argv on a new pseudo-terminal. `script` is [(wait_for_bytes, bytes_to_type)]; returns
+    (everything the terminal showed, exit code)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    out, steps, t0 = b"", list(script), time.monotonic()
+    while time.monotonic() - t0 < 60:
+        if steps and steps[0][0] in out:
+            os.write(fd, steps.pop(0)[1])
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the other side closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    deadline = time.monotonic() + 60
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.close(fd)
+    if ended[0] == 0:  # hung (a stopped training): its orphaned group then gets SIGHUP
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("trainscope run hung; the terminal showed:\n" + out.decode(errors="replace"))
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(ended[1])
+
+
+def test_the_training_owns_the_terminal(tmp_path):
+    """A training that reads the terminal (input(), pdb) gets it; in a background process group
+    it would be stopped by SIGTTIN and the run would hang."""
+    trial = tmp_path / "tty"
+    out, code = _run_in_pty(
+        [CLI, "run", "--out", str(trial), "--rules", "none", "--no-system", "--",
+         sys.executable, "-c", "s = input('name? '); print('got', s.upper())"],
+        [(b"name? ", b"ada\n")])
+    assert "got ADA" in out, out
+    assert code == 0, out
+
+
+def test_ctrl_c_reaches_the_training_and_the_rules_still_finish(tmp_path):
+    """Ctrl-C on the terminal interrupts the training (KeyboardInterrupt), not the rule workers:
+    they read the trial to its end and finish with a verdict instead of Stopped."""
+    trial = tmp_path / "ctrlc"
+    training = ("import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+                "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n"
+                "    raise SystemExit(7)\n")
+    out, code = _run_in_pty(
+        [CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
+         "--rule", "MaxInitializationTime", "--", sys.executable, "-c", training],
+        [(b"ready", b"\x03")])
+    assert "interrupted" in out, out
+    assert code == 5, out  # the training failed (its exit code 7)
+    assert "exited with code 7" in out
+    status = json.loads((trial / "rule-output" / "MaxInitializationTime" / "status.json").read_text())
+    assert status["status"] == "NoIssuesFound" and status["finished"], status
+
+
+def test_sigterm_is_forwarded_to_the_training(tmp_path):
+    trial = tmp_path / "term"
+    marker = tmp_path / "got_sigterm"
+    training = (f"import signal, sys, time\n"
+                f"def on_term(*_):\n    open({str(marker)!r}, 'w').close()\n    sys.exit(0)\n"
+                f"signal.signal(signal.SIGTERM, on_term)\nprint('ready', flush=True)\n"
+                f"time.sleep(60)\n")
+    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
+                          "--json", "--", sys.executable, "-c", training],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert marker.exists(), err
+    summary = _summary(out)
+    assert summary["training_exit_code"] == 0 and p.returncode == 0
+
+
+def test_status_of_a_folder_that_is_not_a_trial():
+    p = subprocess.run([CLI, "status", "/nonexistent/trial"], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "/nonexistent/trial is not a folder" in p.stderr
