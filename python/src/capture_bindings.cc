@@ -510,7 +510,29 @@ void RegisterCapture(py::module_& m) {
       .def_property_readonly("mode", [](PyHook& h) { return static_cast<int>(h.h().mode()); })
       .def_property_readonly("step_number", [](PyHook& h) { return h.h().step(); })
       .def_property_readonly("mode_step", [](PyHook& h) { return h.h().mode_step(); })
-      .def("step", &PyHook::Step, "Ends the current step, starts the next; True if it saves.")
+      .def(
+          "step",
+          [](PyHook& h) -> py::object {
+            const bool saving = h.Step();
+            if (!saving && h.h().StopRequested()) return py::none();
+            return py::bool_(saving);
+          },
+          "Ends the current step, starts the next; True if it saves, None if a rule asked the "
+          "training to stop (see stop_reason).")
+      .def_property_readonly(
+          "stop_reason",
+          [](PyHook& h) -> py::object {
+            if (!h.h().StopRequested()) return py::none();
+            const StopReason& r = h.h().stop_reason();
+            py::dict d;
+            d["rule"] = r.rule;
+            d["step"] = r.step;
+            d["explanation"] = r.explanation;
+            d["text"] = r.ToString();
+            return d;
+          },
+          "None, or why a rule asked the training to stop (the step that saw it closed the "
+          "trial): a dict with rule, step, explanation and text.")
       .def("end_step", &PyHook::EndStep)
       .def_property_readonly("is_saving_step", [](PyHook& h) { return h.h().is_saving_step(); })
       .def("plan", &PyHook::Plan, py::arg("name"),

@@ -131,6 +131,7 @@ def test_main_job_is_caught_explained_and_stopped_with_metrics(tmp_path):
     assert f"training was STOPPED by {rule} at step {step}" in out, out
     assert "what to do: " in out
     assert f"trainscope: training stopped on request of {rule} at step {step}" in err, err[-3000:]
+    assert err.count("training stopped on request of") == 1
 
     # The trial is closed (end marker) and every step saved before the stop reads back.
     import trainscope

@@ -23,6 +23,8 @@ Two ways of running a program:
   one rule worker per rule beside the training. Needs the `trainscope` executable
   ($TRAINSCOPE_BIN, build/bin/trainscope or PATH).
 
+TRAINSCOPE_TRAINING_ONLY=a.py,b.py runs only the programs named.
+
 The test writes a summary (mode, program, rules fired, first step, seconds from the step's index
 file to the finding) to $TRAINSCOPE_TRAINING_REPORT when that variable names a file.
 """
@@ -49,6 +51,9 @@ if importlib.util.find_spec("trainscope") is None:
 with open(os.path.join(PROGRAMS, "manifest.json")) as f:
     MANIFEST = json.load(f)
 ENTRIES = {e["program"]: e for e in MANIFEST["programs"]}
+# TRAINSCOPE_TRAINING_ONLY=a.py,b.py runs only those programs (while working on them).
+if os.environ.get("TRAINSCOPE_TRAINING_ONLY"):
+    ENTRIES = {p: ENTRIES[p] for p in os.environ["TRAINSCOPE_TRAINING_ONLY"].split(",")}
 
 
 def _missing():

@@ -33,7 +33,6 @@ profiling callback is installed.
 
 import atexit
 import contextlib
-import json
 import os
 import sys
 import time
@@ -174,9 +173,6 @@ class Hook:
         self._c = _core_hook
         summary = self._c.config()
         self.out_dir = summary["out_dir"]
-        # A rule's stop action writes this file (docs/formats/stop_signal.md); the hook checks it
-        # at every step boundary: one stat.
-        self._stop_file = os.path.join(self.out_dir, "rule-output", "stop_training.json")
         self.dry_run = summary["dry_run"]
         self.save_all = summary["save_all"]
         self.include_regex = summary["include_regex"]
@@ -273,13 +269,18 @@ class Hook:
         prof = self._prof
         if prof is not None:
             t_ns = _now_ns()
-        if self._stop_file is not None and os.path.exists(self._stop_file):
-            self._stop_requested()
         if not self._prepared:
             self._prepare()  # configuration errors raise here, before the first step runs
         if self._device:
             self._flush_device()
-        self._saving = saving = self._c.step()
+        saving = self._c.step()
+        # A rule's stop action writes <trial>/rule-output/stop_training.json
+        # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
+        # first sight closes the trial, says why on stderr and returns None.
+        if saving is None:
+            self._saving = False
+            self._stop_requested(self._c.stop_reason["text"])
+        self._saving = saving
         if self._io_counts:
             self._io_counts.clear()
         if saving:
@@ -287,24 +288,14 @@ class Hook:
         if prof is not None:
             prof.on_step(t_ns, self._c.mode, self._c.mode_step, self._c.step_number)
 
-    def _stop_requested(self):
-        """A rule (or a person) asked the training to stop: flush and close the trial, say why,
-        and end the process cleanly (TrainingStopped is a SystemExit, so `except Exception` in a
-        training loop does not swallow it)."""
-        reason = ""
-        try:
-            with open(self._stop_file) as f:
-                req = json.loads(f.read() or "{}")
-            reason = (f"{req.get('rule') or 'a person'} at step {req.get('step', '?')}: "
-                      f"{req.get('explanation', '')}")
-        except (OSError, ValueError):
-            reason = "stop file present (no reason given)"
-        self._stop_file = None
+    def _stop_requested(self, reason):
+        """A rule (or a person) asked the training to stop, and the step boundary closed the
+        trial and said why: close the rest (profiler) and end the process cleanly
+        (TrainingStopped is a SystemExit, so `except Exception` in a training loop does not
+        swallow it)."""
         try:
             self.close()
         finally:
-            print(f"trainscope: training stopped on request of {reason}", file=sys.stderr,
-                  flush=True)
             raise TrainingStopped(reason)
 
     def _flush_device(self):
