@@ -20,7 +20,8 @@ nlohmann::json InfoJson(const RuleInfo& info) {
     j["parameters"].push_back({{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
   }
   j["collections"] = nlohmann::json::array();
-  for (const auto& c : info.default_collections) {
+  // Merged as `run` writes them (one entry per collection).
+  for (const auto& c : MergeCollectionRequests(info.default_collections)) {
     j["collections"].push_back({{"name", c.name},
                                 {"include_regex", c.include_regex},
                                 {"save_interval", c.save_interval},

@@ -31,6 +31,7 @@
 #include "trainscope/action_set.h"
 #include "trainscope/env.h"
 #include "trainscope/finding.h"
+#include "trainscope/hook_config.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
@@ -52,6 +53,7 @@ struct RunOptions {
   std::string rules_file;
   std::vector<std::string> actions;
   int64_t save_interval = 0;  // 0: the rules' own intervals, 500 for other collections
+  std::string hook_config;    // the user's hook configuration, merged over the rules' one
   int64_t system_interval_ms = 500;
   bool no_system = false;
   int metrics_port = -1;
@@ -110,8 +112,14 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
   return unique;
 }
 
-std::string HookConfigJson(const std::string& out, int64_t save_interval,
-                           const std::vector<CollectionRequest>& collections) {
+// The hook configuration: the collections the rules need (and losses every 10 steps), then
+// the user's --hook-config merged over it as SageMaker merges a DebuggerHookConfig with its
+// rules' needs: its HookParameters keys and its CollectionConfigurations entries (by
+// CollectionName) replace the generated ones; the trial stays --out. The result is parsed as
+// the hook will parse it, so a bad file stops `run` before the training starts.
+Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval,
+                                   const std::vector<CollectionRequest>& collections,
+                                   const std::string& user_file) {
   nlohmann::json j;
   j["LocalPath"] = out;
   j["HookParameters"] = {{"save_interval", std::to_string(save_interval > 0 ? save_interval : 500)}};
@@ -126,7 +134,54 @@ std::string HookConfigJson(const std::string& out, int64_t save_interval,
     merged = MergeCollectionRequests(merged);
   }
   j["CollectionConfigurations"] = nlohmann::json::parse(CollectionRequestsToHookJson(merged));
-  return j.dump(2) + "\n";
+  if (!user_file.empty()) {
+    const std::string where = "--hook-config " + user_file;
+    std::ifstream in(user_file);
+    if (!in) return Status::NotFound(where + ": cannot read it: " + std::strerror(errno));
+    auto user = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!user.is_object()) {
+      return Status::InvalidArgument(where + ": not a JSON object (smdebug's hook configuration: "
+                                     "{\"HookParameters\": {...}, \"CollectionConfigurations\": "
+                                     "[{\"CollectionName\": ..., \"CollectionParameters\": {...}}]})");
+    }
+    for (const auto& [key, value] : user.items()) {
+      if (key == "LocalPath") {
+        if (value != out) {
+          std::fprintf(stderr, "trainscope run: %s: LocalPath ignored, the trial is %s (--out)\n",
+                       where.c_str(), out.c_str());
+        }
+      } else if (key == "HookParameters" && value.is_object()) {
+        for (const auto& [k, v] : value.items()) j["HookParameters"][k] = v;
+      } else if (key == "CollectionConfigurations" && value.is_array()) {
+        auto& mine = j["CollectionConfigurations"];
+        for (const auto& c : value) {
+          if (!c.is_object() || !c.contains("CollectionName") || !c["CollectionName"].is_string()) {
+            return Status::InvalidArgument(where + ": every CollectionConfigurations entry needs "
+                                           "a \"CollectionName\" string; found " + c.dump());
+          }
+          auto same = std::find_if(mine.begin(), mine.end(), [&](const nlohmann::json& m) {
+            return m["CollectionName"] == c["CollectionName"];
+          });
+          if (same != mine.end()) {
+            *same = c;
+          } else {
+            mine.push_back(c);
+          }
+        }
+      } else {
+        return Status::InvalidArgument(
+            where + ": unexpected key \"" + key + "\" (of type " + value.type_name() +
+            "); a hook configuration has LocalPath (a string), HookParameters (an object) and "
+            "CollectionConfigurations (an array)");
+      }
+    }
+  }
+  std::string text = j.dump(2) + "\n";
+  if (auto parsed = ParseHookConfigJson(text, "the hook configuration"); !parsed.ok()) {
+    return Status::InvalidArgument((user_file.empty() ? "" : "--hook-config " + user_file + ": ") +
+                                   parsed.status().message());
+  }
+  return text;
 }
 
 std::string ProfilerConfigJson(const std::string& out, int64_t interval_ms) {
@@ -398,8 +453,12 @@ int RunRun(RunOptions o) {
   const std::string hook_config = JoinPath(meta, "hook_config.json");
   const std::string profiler_config = JoinPath(meta, "profiler_config.json");
   (void)StopSignal::Clear(env, o.out);
-  if (Status s = env->WriteFileAtomic(hook_config, HookConfigJson(o.out, o.save_interval, collections), false);
-      !s.ok()) {
+  auto hook_json = HookConfigJson(o.out, o.save_interval, collections, o.hook_config);
+  if (!hook_json.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", hook_json.status().message().c_str());
+    return kExitUsage;
+  }
+  if (Status s = env->WriteFileAtomic(hook_config, *hook_json, false); !s.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
     return kExitFailure;
   }
@@ -603,6 +662,9 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   cmd->add_option("--rules-config", o->rules_file, "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
   cmd->add_option("--action,-a", o->actions, "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");
   cmd->add_option("--save-interval", o->save_interval, "Save the rules' collections every N steps");
+  cmd->add_option("--hook-config", o->hook_config,
+                  "smdebug hook configuration JSON merged over the one the rules need (its "
+                  "HookParameters and CollectionConfigurations win)");
   cmd->add_option("--system-interval-ms", o->system_interval_ms, "System metrics interval, 100..60000 ms");
   cmd->add_flag("--no-system", o->no_system, "Do not sample system metrics");
   cmd->add_option("--metrics-port", o->metrics_port, "Serve Prometheus metrics on 127.0.0.1:PORT (0: any free port)");

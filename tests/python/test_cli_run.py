@@ -292,3 +292,68 @@ def test_status_of_a_folder_that_is_not_a_trial():
     p = subprocess.run([CLI, "status", "/nonexistent/trial"], capture_output=True, text=True)
     assert p.returncode == 1
     assert "/nonexistent/trial is not a folder" in p.stderr
+
+
+# ---- the hook configuration: what the rules need, overridden by the user's -------------------
+
+TINY_TRAINING = """
+import torch
+import trainscope.pytorch as ts
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+hook = ts.Hook.create_from_json_file()
+hook.register_module(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(12):
+    opt.zero_grad()
+    model(torch.randn(16, 4)).pow(2).mean().backward()
+    opt.step()
+hook.close()
+"""
+
+
+def test_hook_config_overrides_what_the_rules_ask_for(tmp_path):
+    user = tmp_path / "hook.json"
+    user.write_text(json.dumps({
+        "HookParameters": {"save_interval": "6"},
+        "CollectionConfigurations": [
+            {"CollectionName": "weights", "CollectionParameters": {"save_interval": "3"}},
+        ],
+    }))
+    trial = tmp_path / "hooked"
+    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
+                        "--json", "--rule", "VanishingGradient", "--hook-config", str(user), "--",
+                        sys.executable, "-c", TINY_TRAINING],
+                       capture_output=True, text=True, env=_env(), timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    written = json.loads((trial / ".trainscope" / "hook_config.json").read_text())
+    assert written["HookParameters"]["save_interval"] == "6"
+    colls = {c["CollectionName"]: c["CollectionParameters"] for c in written["CollectionConfigurations"]}
+    assert colls["weights"] == {"save_interval": "3"}  # the user's entry
+    assert colls["gradients"]["save_interval"] == "10"  # VanishingGradient's, kept
+
+    import trainscope
+
+    tr = trainscope.create_trial(str(trial))
+    assert tr.tensor("Sequential_0.weight").steps() == [0, 3, 6, 9]
+    assert tr.tensor("gradient/Sequential_0.weight").steps() == [0, 10]
+    assert _summary(p.stdout)["rules"][0]["status"] == "NoIssuesFound"
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{\"HookParameter\": {}}", 'unexpected key "HookParameter"'),
+    ("[1, 2]", "not a JSON object"),
+    ("{\"CollectionConfigurations\": [{\"CollectionParameters\": {}}]}", 'needs a "CollectionName"'),
+    ("{\"HookParameters\": {\"save_interval\": \"-2\"}}", "save_interval"),
+])
+def test_a_bad_hook_config_stops_run_before_the_training(tmp_path, content, message):
+    user = tmp_path / "hook.json"
+    user.write_text(content)
+    marker = tmp_path / "training_ran"
+    p = subprocess.run([CLI, "run", "--out", str(tmp_path / "t"), "--rules", "none", "--no-system",
+                        "--hook-config", str(user), "--", sys.executable, "-c",
+                        f"open({str(marker)!r}, 'w')"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert f"--hook-config {user}" in p.stderr and message in p.stderr, p.stderr
+    assert not marker.exists()
