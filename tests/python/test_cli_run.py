@@ -264,6 +264,10 @@ def test_ctrl_c_reaches_the_training_and_the_rules_still_finish(tmp_path):
          "--rule", "MaxInitializationTime", "--", sys.executable, "-c", training],
         [(b"ready", b"\x03")])
     assert "interrupted" in out, out
+    # The live view: a status line per rule, redrawn in place (cursor up, clear) on a terminal.
+    assert "trainscope: training running for" in out and "\x1b[J" in out, out
+    assert any(line.lstrip().startswith("MaxInitializationTime") and "findings 0" in line
+               for line in out.splitlines()), out
     assert code == 5, out  # the training failed (its exit code 7)
     assert "exited with code 7" in out
     status = json.loads((trial / "rule-output" / "MaxInitializationTime" / "status.json").read_text())
