@@ -6,7 +6,9 @@
 // - any object with __dlpack__ whose memory the CPU can read (torch CPU tensors incl. bfloat16,
 //   float16 and bool; strided views allowed): consumed through the DLPack capsule protocol
 //   (capsule "dltensor" renamed "used_dltensor", the producer's deleter called when done).
-//   A torch tensor that requires grad is detached first. CUDA and other device tensors are
+//   A torch tensor that requires grad is detached first (torch.Tensor and nn.Parameter go
+//   through torch.utils.dlpack.to_dlpack, a C function, instead of the Python methods
+//   __dlpack__/__dlpack_device__). CUDA and other device tensors are
 //   rejected with a ValueError saying to move them to the CPU;
 // - Python bool / int / float: 0-d bool / int64 / float64;
 // - anything numpy.asarray accepts (lists of numbers, lists of str, numpy scalars, buffers).

@@ -113,11 +113,20 @@ def test_torch_tensors(trial_dir, torch_mod, dtype):
     cases = {"mat": x, "col": x[:, 1], "t": x.t(), "scalar": x[1, 2], "empty": x[:0]}
     if dtype == "float32":
         cases["grad"] = t.ones(3, requires_grad=True) * 2  # detached by the writer
+        cases["param"] = t.nn.Parameter(x.clone())  # torch's own types: the to_dlpack path
+
+        class Sub(t.Tensor):  # a subclass: the generic __dlpack__ path
+            pass
+
+        cases["subclass"] = x.as_subclass(Sub)
+    if dtype == "complex64":
+        cases["conj"] = x.conj()  # a lazily conjugated view: saved conjugated
+        cases["neg"] = x.conj().imag  # a lazily negated view: saved negated
     write_trial(trial_dir, [(0, 1, 0, {f"{dtype}/{k}": v for k, v in cases.items()})])
     trial = trainscope.create_trial(str(trial_dir))
     for k, src in cases.items():
         got = trial.tensor(f"{dtype}/{k}").value(0)
-        src = src.detach()
+        src = src.detach().resolve_conj().resolve_neg()
         if dtype == "bfloat16":
             want = src.float().numpy()  # bf16 comes back as float32, exactly
         else:
