@@ -63,6 +63,12 @@ def _wait_for(pred, timeout=120, what="condition"):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def _run_argv(trial, *options, code):
+    """`trainscope run` with no rules but OPTIONS and no system sampler, on `python -c CODE`."""
+    return [CLI, "run", "--out", str(trial), "--rules", "none", "--no-system", *options, "--",
+            sys.executable, "-c", code]
+
+
 def _summary(stdout):
     return json.loads(stdout[stdout.rindex('{\n  "command"'):])
 
@@ -169,9 +175,8 @@ SLEEPER = "import time; time.sleep({})"
 
 def test_a_killed_rule_worker_is_an_error_and_the_training_goes_on(tmp_path):
     trial = tmp_path / "killed"
-    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
-                          "--json", "--rule", "ExplodingTensor", "--rule", "MaxInitializationTime",
-                          "--", sys.executable, "-c", SLEEPER.format(4)],
+    p = subprocess.Popen(_run_argv(trial, "--json", "--rule", "ExplodingTensor", "--rule",
+                                   "MaxInitializationTime", code=SLEEPER.format(4)),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers = _wait_for(lambda: _workers_of(trial) if len(_workers_of(trial)) == 2 else None,
                         what="two rule workers")
@@ -192,9 +197,8 @@ def test_a_killed_rule_worker_is_an_error_and_the_training_goes_on(tmp_path):
 
 def test_a_rule_worker_stuck_past_the_rules_timeout_is_killed_and_reported(tmp_path):
     trial = tmp_path / "stuck"
-    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
-                          "--json", "--rules-timeout", "1", "--rule", "ExplodingTensor",
-                          "--", sys.executable, "-c", SLEEPER.format(2)],
+    p = subprocess.Popen(_run_argv(trial, "--json", "--rules-timeout", "1", "--rule",
+                                   "ExplodingTensor", code=SLEEPER.format(2)),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     (victim,) = _wait_for(lambda: _workers_of(trial), what="the rule worker")
     os.kill(victim, signal.SIGSTOP)  # stuck: SIGTERM cannot end it, SIGKILL can
@@ -244,10 +248,8 @@ def test_the_training_owns_the_terminal(tmp_path):
     """A training that reads the terminal (input(), pdb) gets it; in a background process group
     it would be stopped by SIGTTIN and the run would hang."""
     trial = tmp_path / "tty"
-    out, code = _run_in_pty(
-        [CLI, "run", "--out", str(trial), "--rules", "none", "--no-system", "--",
-         sys.executable, "-c", "s = input('name? '); print('got', s.upper())"],
-        [(b"name? ", b"ada\n")])
+    out, code = _run_in_pty(_run_argv(trial, code="s = input('name? '); print('got', s.upper())"),
+                            [(b"name? ", b"ada\n")])
     assert "got ADA" in out, out
     assert code == 0, out
 
@@ -259,10 +261,8 @@ def test_ctrl_c_reaches_the_training_and_the_rules_still_finish(tmp_path):
     training = ("import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
                 "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n"
                 "    raise SystemExit(7)\n")
-    out, code = _run_in_pty(
-        [CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
-         "--rule", "MaxInitializationTime", "--", sys.executable, "-c", training],
-        [(b"ready", b"\x03")])
+    out, code = _run_in_pty(_run_argv(trial, "--rule", "MaxInitializationTime", code=training),
+                            [(b"ready", b"\x03")])
     assert "interrupted" in out, out
     # The live view: a status line per rule, redrawn in place (cursor up, clear) on a terminal.
     assert "trainscope: training running for" in out and "\x1b[J" in out, out
@@ -281,8 +281,7 @@ def test_sigterm_is_forwarded_to_the_training(tmp_path):
                 f"def on_term(*_):\n    open({str(marker)!r}, 'w').close()\n    sys.exit(0)\n"
                 f"signal.signal(signal.SIGTERM, on_term)\nprint('ready', flush=True)\n"
                 f"time.sleep(60)\n")
-    p = subprocess.Popen([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
-                          "--json", "--", sys.executable, "-c", training],
+    p = subprocess.Popen(_run_argv(trial, "--json", code=training),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready"
     p.send_signal(signal.SIGTERM)
@@ -325,9 +324,8 @@ def test_hook_config_overrides_what_the_rules_ask_for(tmp_path):
         ],
     }))
     trial = tmp_path / "hooked"
-    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "none", "--no-system",
-                        "--json", "--rule", "VanishingGradient", "--hook-config", str(user), "--",
-                        sys.executable, "-c", TINY_TRAINING],
+    p = subprocess.run(_run_argv(trial, "--json", "--rule", "VanishingGradient", "--hook-config",
+                                 str(user), code=TINY_TRAINING),
                        capture_output=True, text=True, env=_env(), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     written = json.loads((trial / ".trainscope" / "hook_config.json").read_text())
@@ -354,9 +352,8 @@ def test_a_bad_hook_config_stops_run_before_the_training(tmp_path, content, mess
     user = tmp_path / "hook.json"
     user.write_text(content)
     marker = tmp_path / "training_ran"
-    p = subprocess.run([CLI, "run", "--out", str(tmp_path / "t"), "--rules", "none", "--no-system",
-                        "--hook-config", str(user), "--", sys.executable, "-c",
-                        f"open({str(marker)!r}, 'w')"],
+    p = subprocess.run(_run_argv(tmp_path / "t", "--hook-config", str(user),
+                                 code=f"open({str(marker)!r}, 'w')"),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, p.stderr
     assert f"--hook-config {user}" in p.stderr and message in p.stderr, p.stderr
