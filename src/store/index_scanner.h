@@ -68,6 +68,15 @@ class IndexScanner {
   Status HandleEvents(const Status& wait_status, const std::vector<DirChange>& changes,
                       std::vector<FoundIndexFile>* out);
 
+  // Closes the notifier, giving its inotify instance back (Linux allows 128 per user by
+  // default, shared by all their programs), and polls from then on. For a trial that is
+  // complete: nothing more will come.
+  // REQUIRES: exclusive use of the notifier.
+  void StopWatching() {
+    watching_.store(false, std::memory_order_release);
+    notifier_.reset();
+  }
+
   // Number of files handed out so far.
   size_t num_handed_out() const { return handed_out_.size(); }
 

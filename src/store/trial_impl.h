@@ -67,6 +67,9 @@ class Trial::Impl {
   Status Refresh(bool* changed);
   Status MaybeRefresh();
   Status WaitForChange(std::chrono::milliseconds timeout);
+  // Once all steps are loaded: closes the inotify notifier unless another thread is using it
+  // (then a later call does).
+  void CloseNotifierIfDone();
 
   // trial_query.cc
   Result<std::vector<std::string>> TensorNames(Mode mode, std::optional<int64_t> step,

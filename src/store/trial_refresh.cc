@@ -157,8 +157,21 @@ Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool ha
 
 Status Trial::Impl::Refresh(bool* changed) {
   bool ignored = false;
+  Status s;
+  {
+    std::lock_guard<std::mutex> rl(refresh_mu_);
+    s = RefreshLocked(nullptr, /*have_notifier=*/false, changed ? changed : &ignored);
+  }
+  CloseNotifierIfDone();
+  return s;
+}
+
+void Trial::Impl::CloseNotifierIfDone() {
+  if (!scanner_.watching() || !loaded_all_steps()) return;
+  std::unique_lock<std::timed_mutex> nl(notifier_mu_, std::try_to_lock);
+  if (!nl.owns_lock()) return;  // a thread waits on it: it closes it when it sees the end
   std::lock_guard<std::mutex> rl(refresh_mu_);
-  return RefreshLocked(nullptr, /*have_notifier=*/false, changed ? changed : &ignored);
+  if (scanner_.watching()) scanner_.StopWatching();
 }
 
 Status Trial::Impl::MaybeRefresh() {
@@ -178,7 +191,10 @@ Status Trial::Impl::WaitForChange(std::chrono::milliseconds timeout) {
   bool changed = false;
   TS_RETURN_IF_ERROR(Refresh(&changed));
   while (!changed) {
-    if (loaded_all_steps()) return Status::OK();  // nothing more will come
+    if (loaded_all_steps()) {  // nothing more will come
+      CloseNotifierIfDone();
+      return Status::OK();
+    }
     const auto now = Clock::now();
     if (now >= deadline) return Status::OK();
     if (scanner_.watching()) {
@@ -193,6 +209,7 @@ Status Trial::Impl::WaitForChange(std::chrono::milliseconds timeout) {
       std::vector<FoundIndexFile> found;
       Status hs = scanner_.HandleEvents(ws, changes, &found);
       Status rs = RefreshLocked(&found, /*have_notifier=*/true, &changed);
+      if (loaded_all_steps()) scanner_.StopWatching();  // this thread has the notifier
       TS_RETURN_IF_ERROR(hs);
       TS_RETURN_IF_ERROR(rs);
     } else {

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "trainscope/trial.h"
 #include "trainscope/writer.h"
@@ -94,6 +96,51 @@ TEST_P(FollowTest, ReaderSeesEachStepOfAWriterInAnotherProcess) {
   }
   EXPECT_TRUE(t.loaded_all_steps());
   EXPECT_EQ(t.HasPassedStep(kSteps), StepState::kUnavailable);
+}
+
+// Open inotify instances of this process (each is an fd linked to "anon_inode:inotify").
+int InotifyInstances() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(e.path(), ec).string() == "anon_inode:inotify") ++n;
+  }
+  return n;
+}
+
+// A user has 128 inotify instances by default, shared by all their programs: a trial keeps one
+// only while steps may still come.
+TEST(FollowInotifyTest, ACompleteTrialGivesItsInotifyInstanceBack) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/trial";
+  const int before = InotifyInstances();
+  const pid_t pid = StartWriter(dir, /*steps=*/3, 50ms);
+  ASSERT_GT(pid, 0);
+  TrialOptions o;
+  o.end_delay = 10ms;
+  auto live = Trial::OpenWhenReady(dir, o, kDeadline, 5ms);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  if (InotifyInstances() == before) GTEST_SKIP() << "no inotify here: the trial polls";
+  EXPECT_EQ(InotifyInstances(), before + 1);  // following a trial being written
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  while (!(*live)->loaded_all_steps() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE((*live)->WaitForChange(1000ms).ok());
+  }
+  ASSERT_TRUE((*live)->loaded_all_steps());
+  EXPECT_EQ(InotifyInstances(), before);  // complete: given back
+  EXPECT_EQ((*live)->Steps(), (std::vector<int64_t>{0, 1, 2}));
+  CheckStep(**live, 2);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  // Complete trials opened later hold none once they have read the trial (their first query).
+  std::vector<std::unique_ptr<Trial>> finished;
+  for (int i = 0; i < 3; ++i) {
+    auto t = Trial::Open(dir, o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ((*t)->Steps(), (std::vector<int64_t>{0, 1, 2}));
+    finished.push_back(std::move(*t));
+  }
+  EXPECT_EQ(InotifyInstances(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Discovery, FollowTest, ::testing::Values(true, false),
