@@ -186,6 +186,16 @@ def check_healthy_regression_adamw(r, s):
     assert max(_overfit_ratios(s)) < 0.1
 
 
+def check_healthy_tanh_sigmoid_scaled(r, s):
+    # Both activation layers judged, and no unit of either saturated in any window.
+    assert set(s["saturated_inactive_max"]) == {"tanh#0", "sigmoid#0"}, s["saturated_inactive_max"]
+    assert max(s["saturated_inactive_max"].values()) == 0.0, s["saturated_inactive_max"]
+    assert s["first_nonfinite_step"] is None
+    assert s["train_loss_last"] < 0.8 * s["train_loss_first"]
+    vals = [p["val_loss"] for p in s["eval_passes"]]
+    assert vals == sorted(vals, reverse=True), vals  # still improving after every epoch
+
+
 def check_healthy_reproducible_reruns(r, s):
     steps = r["steps"]
     n = len(steps) // 2
