@@ -7,9 +7,10 @@ With the default learning rate (0.05, SGD with momentum 0.9) it reaches about 91
 in 8 epochs. With --lr 1.0 the first updates overshoot and push most first-layer units below zero
 for every input: measured with plain PyTorch, 32% of them are dead after 10 steps, 91% after 40
 and 97% after 80, and the loss stays near ln(10) = 2.3 (chance). Under `trainscope run --rules
-default` VanishingGradient reports it first (at step 19 the first layer's bias gradient is exactly
-0: its units no longer pass any gradient), DeadRelu once most units are dead; with a stop action,
-trainscope stops the training at the next step boundary (exit code 4).
+default` VanishingGradient reports it (at step 19 the first layer's bias gradient is exactly 0:
+its units no longer pass any gradient), LossNotDecreasing as the loss rises, DeadRelu once most
+units are dead; the rules run in parallel, and with a stop action whichever reports first has
+trainscope stop the training at the next step boundary (exit code 4).
 
 Under `trainscope run` the hook comes from the configuration the supervisor wrote
 (TRAINSCOPE_CONFIG: the collections the chosen rules need); run alone, it saves weights,

@@ -296,13 +296,7 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   const std::string dir = JoinPath(JoinPath(trial, fmt::kRuleOutputDir), rule);
   const std::string path = JoinPath(dir, fmt::kStatusFile);
   nlohmann::json j = nlohmann::json::object();
-  {
-    std::ifstream in(path);
-    if (in) {
-      auto old = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-      if (old.is_object()) j = std::move(old);
-    }
-  }
+  if (auto old = ReadJsonFile(path); old && old->is_object()) j = std::move(*old);
   const std::string status = j.value("status", "");
   if (j.value("finished", false) || status == "Error" || status == "Stopped") return;
   const auto now = static_cast<int64_t>(env->NowMicros());

@@ -9,8 +9,6 @@
 #include "trainscope/stop_signal.h"
 
 namespace trainscope::cli {
-namespace {
-
 std::optional<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -20,6 +18,8 @@ std::optional<nlohmann::json> ReadJsonFile(const std::string& path) {
   if (j.is_discarded()) return std::nullopt;
   return j;
 }
+
+namespace {
 
 nlohmann::json FirstLine(const std::string& path) {
   std::ifstream in(path);

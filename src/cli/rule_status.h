@@ -26,6 +26,8 @@ struct RuleStatusView {
 // Every rule folder under <trial>/rule-output, sorted by rule name. Folders whose status.json
 // is missing or unreadable (being replaced) appear with status "InProgress" and empty fields.
 std::vector<RuleStatusView> ReadRuleStatuses(const std::string& trial_dir);
+// The JSON in `path`; nullopt when it cannot be read or parsed (e.g. being replaced).
+std::optional<nlohmann::json> ReadJsonFile(const std::string& path);
 // The stop request written by a stop action, if any (rule-output/stop_training.json).
 std::optional<nlohmann::json> ReadStopRequest(const std::string& trial_dir);
 
