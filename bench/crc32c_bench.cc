@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "read_limit.h"
 #include "trainscope/crc32c.h"
 
 namespace {
@@ -63,26 +64,23 @@ void BM_CopyAndCrc(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
-// Reads every byte once (a sum of 64-bit words): the memory-read bandwidth ceiling.
+// Reads every byte once (bench/read_limit.h): the memory-read bandwidth ceiling.
 void BM_ReadBandwidth(benchmark::State& state) {
-  auto buf = Buffer(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) {
-    uint64_t acc = 0;
-    for (size_t i = 0; i + 8 <= buf.size(); i += 8) {
-      uint64_t v;
-      std::memcpy(&v, buf.data() + i, 8);
-      acc += v;
-    }
-    benchmark::DoNotOptimize(acc);
+  if (!trainscope::bench::HasAvx2()) {
+    state.SkipWithError("no AVX2 on this CPU");
+    return;
   }
+  auto buf = Buffer(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(trainscope::bench::ReadAll(buf.data(), buf.size()));
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
 // 4 KB (a small tensor record), 1 MB (fits in L2/L3) and 64 MB (memory bound).
 BENCHMARK(BM_Crc32c)->Arg(4 << 10)->Arg(1 << 20)->Arg(64 << 20);
 BENCHMARK(BM_Crc32cPortable)->Arg(1 << 20);
-BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(64 << 20);
-BENCHMARK(BM_CopyAndCrc)->Arg(1 << 20)->Arg(64 << 20);
+// Wall time: copies of 2 MiB and more use the helper threads too (TRAINSCOPE_THREADS=1: one core).
+BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(4 << 20)->Arg(64 << 20)->UseRealTime();
+BENCHMARK(BM_CopyAndCrc)->Arg(1 << 20)->Arg(4 << 20)->Arg(64 << 20)->UseRealTime();
 BENCHMARK(BM_ReadBandwidth)->Arg(1 << 20)->Arg(64 << 20);
 
 }  // namespace

@@ -19,8 +19,13 @@ inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
 // pass: the pair costs about what the copy alone costs (memory, not the crc32 instruction, is
 // the limit). Copies of 512 KiB and more use non-temporal stores (dst is not pulled into the
 // cache; a fence at the end makes the bytes visible to other threads as usual); smaller ones go
-// block by block, each block's CRC read back from cache right after it is copied.
+// block by block, each block's CRC read back from cache right after it is copied. Copies of
+// 2 MiB and more go in 1 MiB pieces over the helper threads too (TRAINSCOPE_THREADS, see
+// src/core/helper_pool.h), their CRCs joined with Combine.
 uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n);
+
+// The CRC of A followed by B from crc1 = Value(A), crc2 = Value(B) and len2 = |B|.
+uint32_t Combine(uint32_t crc1, uint32_t crc2, size_t len2);
 
 // The portable implementation, always available (for tests and benchmarks).
 uint32_t ExtendPortable(uint32_t crc, const void* data, size_t n);

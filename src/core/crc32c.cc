@@ -1,7 +1,11 @@
 #include "trainscope/crc32c.h"
 
+#include "core/helper_pool.h"
+
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -192,7 +196,9 @@ uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   return ExtendPortable(crc, data, n);
 }
 
-uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n) {
+namespace {
+
+uint32_t CopyAndExtendOneThread(uint32_t crc, void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
 #if defined(__x86_64__)
@@ -218,6 +224,30 @@ uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n) {
   }
 #endif
   return CopyThenExtend(crc, d, s, n);
+}
+
+}  // namespace
+
+uint32_t Combine(uint32_t crc1, uint32_t crc2, size_t len2) {
+  return GfMultiply(crc1, ZerosOperator(len2)) ^ crc2;
+}
+
+uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n) {
+  constexpr size_t kPiece = size_t{1} << 20;
+  auto& pool = internal::HelperPool::Shared();
+  if (n < 2 * kPiece || pool.threads() < 2) return CopyAndExtendOneThread(crc, dst, src, n);
+  // Pieces of 1 MiB on the helper threads too, each with its own CRC, combined in order.
+  static const uint32_t kPieceShift = ZerosOperator(kPiece);
+  const size_t pieces = (n + kPiece - 1) / kPiece;
+  std::vector<uint32_t> crcs(pieces);
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+  pool.Run(pieces, [&](size_t i) {
+    const size_t off = i * kPiece;
+    crcs[i] = CopyAndExtendOneThread(0, d + off, s + off, std::min(kPiece, n - off));
+  });
+  for (size_t i = 0; i + 1 < pieces; ++i) crc = GfMultiply(crc, kPieceShift) ^ crcs[i];
+  return Combine(crc, crcs.back(), n - (pieces - 1) * kPiece);
 }
 
 bool HardwareAccelerated() {

@@ -1,5 +1,7 @@
 #include "trainscope/reductions.h"
 
+#include "core/helper_pool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -67,6 +69,9 @@ inline double Load<bool>(const bool* p, size_t i) {
 // (the second, for the squared deviations, reads the block again from L1), then merged into the
 // running statistics with Chan et al.'s parallel variance formula.
 constexpr size_t kBlock = 2048;
+// Large tensors are reduced in chunks of kChunk elements (256 KiB of float32: an L2's worth),
+// spread over the helper threads (core/helper_pool.h) and merged in order.
+constexpr size_t kChunk = 32 * kBlock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // What one block yields.
@@ -106,6 +111,35 @@ void Merge(const Block& b, size_t m, TensorStats* s) {
   s->max = b.max > s->max ? b.max : s->max;
   s->abs_min = b.amin < s->abs_min ? b.amin : s->abs_min;
   s->abs_max = b.amax > s->abs_max ? b.amax : s->abs_max;
+}
+
+// Merges the statistics of a later chunk `c` into `s` (Chan et al. for the moments).
+void MergeStats(const TensorStats& c, TensorStats* s) {
+  if (c.count == 0) return;
+  if (s->count == 0) {
+    *s = c;
+    return;
+  }
+  const double na = static_cast<double>(s->count), nb = static_cast<double>(c.count);
+  const double nt = na + nb;
+  const double d = c.mean - s->mean, ad = c.abs_mean - s->abs_mean;
+  s->mean += d * nb / nt;
+  s->m2 += c.m2 + d * d * na * nb / nt;
+  s->abs_mean += ad * nb / nt;
+  s->abs_m2 += c.abs_m2 + ad * ad * na * nb / nt;
+  s->count += c.count;
+  s->sum += c.sum;
+  s->abs_sum += c.abs_sum;
+  s->sum_sq += c.sum_sq;
+  s->prod *= c.prod;
+  s->abs_prod *= c.abs_prod;
+  s->nan_count += c.nan_count;
+  s->inf_count += c.inf_count;
+  s->zero_count += c.zero_count;
+  s->min = c.min < s->min ? c.min : s->min;
+  s->max = c.max > s->max ? c.max : s->max;
+  s->abs_min = c.abs_min < s->abs_min ? c.abs_min : s->abs_min;
+  s->abs_max = c.abs_max > s->abs_max ? c.abs_max : s->abs_max;
 }
 
 // Scalar part of a block: elements [i, m) of p, added to b.
@@ -505,14 +539,29 @@ Result<TensorStats> Compute(const TensorView& v, StatsNeeds needs, bool portable
     if (!portable && v.dtype == DType::kF32 && !needs.prod && HasAvx2Fma()) {
       const auto* f = static_cast<const float*>(data);
       const bool dev = needs.m2 || needs.abs_m2;
-      if (needs.zeros && needs.abs_extremes) {
-        AccumulateF32Avx2<true, true>(f, n, dev, &s);
-      } else if (needs.zeros) {
-        AccumulateF32Avx2<true, false>(f, n, dev, &s);
-      } else if (needs.abs_extremes) {
-        AccumulateF32Avx2<false, true>(f, n, dev, &s);
+      auto kernel = [&](const float* p, size_t m, TensorStats* out) {
+        if (needs.zeros && needs.abs_extremes) {
+          AccumulateF32Avx2<true, true>(p, m, dev, out);
+        } else if (needs.zeros) {
+          AccumulateF32Avx2<true, false>(p, m, dev, out);
+        } else if (needs.abs_extremes) {
+          AccumulateF32Avx2<false, true>(p, m, dev, out);
+        } else {
+          AccumulateF32Avx2<false, false>(p, m, dev, out);
+        }
+      };
+      if (n <= kChunk) {
+        kernel(f, n, &s);
       } else {
-        AccumulateF32Avx2<false, false>(f, n, dev, &s);
+        // Chunks of kChunk elements, on the helper threads too; merged in order, so the result
+        // is the same whichever thread reduced which chunk.
+        const size_t chunks = (n + kChunk - 1) / kChunk;
+        std::vector<TensorStats> part(chunks, s);
+        internal::HelperPool::Shared().Run(chunks, [&](size_t i) {
+          const size_t begin = i * kChunk;
+          kernel(f + begin, std::min(kChunk, n - begin), &part[i]);
+        });
+        for (const TensorStats& c : part) MergeStats(c, &s);
       }
       s.prod = s.abs_prod = 1;  // not asked for
       return s;

@@ -43,13 +43,15 @@ TEST(Crc32cTest, ExtendComposes) {
 
 TEST(Crc32cTest, CopyAndExtendCopiesEveryByteAndMatchesExtend) {
   std::mt19937 rng(7);
-  std::vector<uint8_t> src((size_t{3} << 20) + 64);
+  std::vector<uint8_t> src((size_t{5} << 20) + 64);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
   // Lengths around the 48 KiB block and its lanes, at odd offsets on both sides.
   for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{49151}, size_t{49152},
                    size_t{49153}, size_t{98304 + 13}, size_t{199990},
                    // the non-temporal path (>= 512 KiB): whole and partial 12 KiB rounds
-                   size_t{512} << 10, (size_t{1} << 20) + 13, size_t{3} << 20}) {
+                   size_t{512} << 10, (size_t{1} << 20) + 13,
+                   // 1 MiB pieces over the helper threads (>= 2 MiB), the last one partial
+                   size_t{3} << 20, (size_t{4} << 20) + 13}) {
     for (size_t off : {0, 3, 16}) {
       std::vector<uint8_t> dst(n + 16, 0xAB);
       const uint32_t seed = 0x1234u;
@@ -59,6 +61,17 @@ TEST(Crc32cTest, CopyAndExtendCopiesEveryByteAndMatchesExtend) {
       for (size_t i = 0; i < off; ++i) ASSERT_EQ(dst[i], 0xAB) << "wrote before dst";
       for (size_t i = off + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xAB) << "wrote past n";
     }
+  }
+}
+
+TEST(Crc32cTest, CombineJoinsTheCrcsOfTwoParts) {
+  std::mt19937 rng(3);
+  std::vector<uint8_t> data(300000);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{123457}, data.size()}) {
+    const uint32_t a = Value(data.data(), cut);
+    const uint32_t b = Value(data.data() + cut, data.size() - cut);
+    EXPECT_EQ(Combine(a, b, data.size() - cut), Value(data.data(), data.size())) << "cut=" << cut;
   }
 }
 
