@@ -13,7 +13,9 @@ Trains the same model on the same data (an MLP 512-1024-1024-1024-10, 2.63 M par
 each as a ratio to no hook, for trainscope and (when installed) smdebug. Every (library,
 configuration) runs in its own process; the runs are interleaved in rounds, in a new random order
 each round, and the reported time is the median over rounds of each run's median step, to tame
-the noise of a shared machine. The raw configuration is also compared with the cost of copying
+the noise of a shared machine. The reductions configuration is also compared with one read of
+the saved bytes from memory with cold caches (the least any reduction of them costs), and the
+raw configuration with the cost of copying
 the bytes it saves (memcpy of the parameters and gradients, measured here) and with the cost of
 one write() of those bytes to a new file in --tmp (the kernel's copy into the page cache, which
 every saved byte pays on some core, whoever writes it).
@@ -200,6 +202,23 @@ def memcpy_seconds(nbytes, reps=15):
     return statistics.median(times)
 
 
+def read_seconds(nbytes, reps=9):
+    """Median time of reading `nbytes` once from memory, the caches evicted before each read (a
+    numpy sum of float32, after writing a buffer larger than the last-level cache): the least any
+    reduction of those bytes costs on the training thread."""
+    import numpy as np
+
+    src = np.random.default_rng(0).standard_normal(nbytes // 4).astype(np.float32)
+    evict = np.empty(max(64 << 20, 4 * nbytes), dtype=np.uint8)
+    times = []
+    for i in range(reps):
+        evict.fill(i)
+        t0 = time.perf_counter()
+        src.sum()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def write_seconds(nbytes, folder, reps=7):
     """Median time of writing `nbytes` to a new file in `folder` with one write() (the page-cache
     copy every saved byte costs, whoever writes it), the file removed after each."""
@@ -285,6 +304,7 @@ def main():
     base = med[("none", "none")]
     raw_bytes = 2 * info["param_bytes"]  # parameters and gradients, every step
     copy_s = memcpy_seconds(raw_bytes)
+    read_s = read_seconds(raw_bytes)
     write_s = write_seconds(raw_bytes, args.tmp)
     report = {
         "model": {"params": info["params"], "batch": args.batch, "device": args.device,
@@ -295,6 +315,7 @@ def main():
         "raw_bytes_per_step": raw_bytes,
         "memcpy_ms_raw_bytes": copy_s * 1e3,
         "write_ms_raw_bytes": write_s * 1e3,
+        "cold_read_ms_raw_bytes": read_s * 1e3,
         "goals": GOALS,
         "results": {},
     }
@@ -306,6 +327,9 @@ def main():
                      "cpu_ms": cpu[(lib, c)] * 1e3, "cpu_ratio": cpu[(lib, c)] / cpu[("none", "none")],
                      "with_close_ms": total[(lib, c)] * 1e3,
                      "rounds_ms": [x["median_s"] * 1e3 for x in results[(lib, c)]]}
+            if c == "reductions":
+                entry["overhead_ms"] = (med[(lib, c)] - base) * 1e3
+                entry["overhead_over_cold_read"] = (med[(lib, c)] - base) / read_s
             if c == "raw":
                 overhead = med[(lib, c)] - base
                 entry["overhead_ms"] = overhead * 1e3
@@ -319,8 +343,8 @@ def main():
           f"{info['params'] / 1e6:.2f} M parameters, batch {args.batch}, {args.device}, "
           f"{args.threads} threads; {args.steps} steps x {args.rounds} rounds")
     print(f"no hook: {base * 1e3:.1f} ms/step; raw bytes/step {raw_bytes / 1e6:.1f} MB, "
-          f"memcpy of them {copy_s * 1e3:.2f} ms, write() of them to {args.tmp} "
-          f"{write_s * 1e3:.2f} ms")
+          f"memcpy of them {copy_s * 1e3:.2f} ms, one read of them from memory (cold caches) "
+          f"{read_s * 1e3:.2f} ms, write() of them to {args.tmp} {write_s * 1e3:.2f} ms")
     print("ratio = median step time / no hook's; cpu = the same with process CPU time (all "
           "threads), steadier on a shared machine")
     print(f"{'config':12s}" + "".join(f"{lib + ' ms':>16s}{'ratio':>8s}{'cpu':>7s}"
@@ -333,6 +357,10 @@ def main():
         row += f"{GOALS.get(c, float('nan')):8.2f}" if c in GOALS else f"{'':8s}"
         print(row)
     for lib in libs:
+        if "reductions" in report["results"][lib]:
+            e = report["results"][lib]["reductions"]
+            print(f"{lib} reductions: overhead {e['overhead_ms']:.2f} ms/step = "
+                  f"{e['overhead_over_cold_read']:.2f} x one read of the bytes from memory")
         if "raw" in report["results"][lib]:
             e = report["results"][lib]["raw"]
             print(f"{lib} raw: overhead {e['overhead_ms']:.2f} ms/step = "

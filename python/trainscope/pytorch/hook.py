@@ -309,7 +309,7 @@ class Hook:
     def _save_params(self):
         cpu = []
         for name, p in self._params:
-            if p.device.type == "cpu":
+            if p.is_cpu:  # (1.5 us cheaper than p.device.type)
                 cpu.append((name, p))
             else:
                 self._save(name, p)
@@ -437,7 +437,7 @@ class Hook:
         return idx
 
     def _save(self, name, t):
-        if t.device.type == "cpu":
+        if t.is_cpu:
             self._c.save(name, t)
             return
         plan = self._c.plan(name)
