@@ -81,38 +81,6 @@ struct Block {
   int64_t nan = 0, inf = 0, zero = 0;
 };
 
-void Merge(const Block& b, size_t m, TensorStats* s) {
-  const double nb = static_cast<double>(m);
-  const double bmean = b.sum / nb, bamean = b.asum / nb;
-  const double na = static_cast<double>(s->count);
-  const double nt = na + nb;
-  if (s->count == 0) {
-    s->mean = bmean;
-    s->m2 = b.m2;
-    s->abs_mean = bamean;
-    s->abs_m2 = b.am2;
-  } else {
-    const double d = bmean - s->mean, ad = bamean - s->abs_mean;
-    s->mean += d * nb / nt;
-    s->m2 += b.m2 + d * d * na * nb / nt;
-    s->abs_mean += ad * nb / nt;
-    s->abs_m2 += b.am2 + ad * ad * na * nb / nt;
-  }
-  s->count += static_cast<int64_t>(m);
-  s->sum += b.sum;
-  s->abs_sum += b.asum;
-  s->sum_sq += b.sq;
-  s->prod *= b.prod;
-  s->abs_prod *= b.aprod;
-  s->nan_count += b.nan;
-  s->inf_count += b.inf;
-  s->zero_count += b.zero;
-  s->min = b.min < s->min ? b.min : s->min;
-  s->max = b.max > s->max ? b.max : s->max;
-  s->abs_min = b.amin < s->abs_min ? b.amin : s->abs_min;
-  s->abs_max = b.amax > s->abs_max ? b.amax : s->abs_max;
-}
-
 // Merges the statistics of a later chunk `c` into `s` (Chan et al. for the moments).
 void MergeStats(const TensorStats& c, TensorStats* s) {
   if (c.count == 0) return;
@@ -140,6 +108,30 @@ void MergeStats(const TensorStats& c, TensorStats* s) {
   s->max = c.max > s->max ? c.max : s->max;
   s->abs_min = c.abs_min < s->abs_min ? c.abs_min : s->abs_min;
   s->abs_max = c.abs_max > s->abs_max ? c.abs_max : s->abs_max;
+}
+
+// Merges one block of m elements into the running statistics.
+void Merge(const Block& b, size_t m, TensorStats* s) {
+  TensorStats c;
+  const double nb = static_cast<double>(m);
+  c.count = static_cast<int64_t>(m);
+  c.sum = b.sum;
+  c.abs_sum = b.asum;
+  c.sum_sq = b.sq;
+  c.mean = b.sum / nb;
+  c.abs_mean = b.asum / nb;
+  c.m2 = b.m2;
+  c.abs_m2 = b.am2;
+  c.prod = b.prod;
+  c.abs_prod = b.aprod;
+  c.nan_count = b.nan;
+  c.inf_count = b.inf;
+  c.zero_count = b.zero;
+  c.min = b.min;
+  c.max = b.max;
+  c.abs_min = b.amin;
+  c.abs_max = b.amax;
+  MergeStats(c, s);
 }
 
 // Scalar part of a block: elements [i, m) of p, added to b.
