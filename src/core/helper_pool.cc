@@ -44,11 +44,10 @@ struct HelperPool::Impl {
   int threads = 1;
   pid_t pid = 0;           // the process that owns the helpers
   std::mutex run_mu;       // one job at a time
-  std::mutex mu;           // guards job, generation, stop, started, Job::active
+  std::mutex mu;           // guards job, generation, started, Job::active
   std::condition_variable work_cv, done_cv;
   Job* job = nullptr;
   uint64_t generation = 0;
-  bool stop = false;
   bool started = false;
   std::vector<std::thread> helpers;
 
@@ -56,8 +55,7 @@ struct HelperPool::Impl {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> l(mu);
     for (;;) {
-      work_cv.wait(l, [&] { return stop || (job != nullptr && generation != seen); });
-      if (stop) return;
+      work_cv.wait(l, [&] { return job != nullptr && generation != seen; });
       seen = generation;
       Job* j = job;
       ++j->active;
@@ -74,24 +72,11 @@ HelperPool::HelperPool(int threads) : impl_(new Impl) {
   impl_->pid = getpid();
 }
 
-HelperPool::~HelperPool() {
-  // In a child after fork() the helpers do not exist (and a helper may have held mu at the
-  // fork): leave everything as it is.
-  if (getpid() != impl_->pid) return;
-  {
-    std::lock_guard<std::mutex> l(impl_->mu);
-    impl_->stop = true;
-  }
-  impl_->work_cv.notify_all();
-  for (auto& t : impl_->helpers) {
-    if (t.joinable()) t.join();
-  }
-  delete impl_;
-}
-
 HelperPool& HelperPool::Shared() {
-  static HelperPool pool(ThreadsFromEnv());
-  return pool;
+  // Never destroyed: the helpers wait on their condition variable until the process ends, and no
+  // static destructor (or forked child) depends on the order of exit.
+  static HelperPool* pool = new HelperPool(ThreadsFromEnv());
+  return *pool;
 }
 
 int HelperPool::threads() const { return impl_->threads; }

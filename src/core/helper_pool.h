@@ -33,7 +33,7 @@ class HelperPool {
 
   HelperPool(const HelperPool&) = delete;
   HelperPool& operator=(const HelperPool&) = delete;
-  ~HelperPool();
+  ~HelperPool() = delete;  // the shared pool lives as long as the process
 
  private:
   explicit HelperPool(int threads);

@@ -71,7 +71,7 @@ TEST(HelperPoolTest, WorksInAForkedChild) {
     for (int r : runs) {
       if (r != 1) _exit(1);
     }
-    std::exit(0);  // runs static destructors: the pool's must not wait for absent helpers
+    std::exit(0);  // runs static destructors and atexit handlers
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
