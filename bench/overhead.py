@@ -15,10 +15,9 @@ configuration) runs in its own process; the runs are interleaved in rounds, in a
 each round, and the reported time is the median over rounds of each run's median step, to tame
 the noise of a shared machine. The reductions configuration is also compared with one read of
 the saved bytes from memory with cold caches (the least any reduction of them costs), and the
-raw configuration with the cost of copying
-the bytes it saves (memcpy of the parameters and gradients, measured here) and with the cost of
-one write() of those bytes to a new file in --tmp (the kernel's copy into the page cache, which
-every saved byte pays on some core, whoever writes it).
+raw configuration with the cost of copying the bytes it saves (memcpy of the parameters and
+gradients, measured here) and with one write() of those bytes to a new file in --tmp (the
+kernel's copy into the page cache, which every saved byte pays on some core, whoever writes it).
 
     python bench/overhead.py [--rounds 3] [--steps 30] [--warmup 5] [--json] [--only trainscope]
 
@@ -327,12 +326,12 @@ def main():
                      "cpu_ms": cpu[(lib, c)] * 1e3, "cpu_ratio": cpu[(lib, c)] / cpu[("none", "none")],
                      "with_close_ms": total[(lib, c)] * 1e3,
                      "rounds_ms": [x["median_s"] * 1e3 for x in results[(lib, c)]]}
-            if c == "reductions":
-                entry["overhead_ms"] = (med[(lib, c)] - base) * 1e3
-                entry["overhead_over_cold_read"] = (med[(lib, c)] - base) / read_s
-            if c == "raw":
-                overhead = med[(lib, c)] - base
+            overhead = med[(lib, c)] - base
+            if c in ("reductions", "raw"):
                 entry["overhead_ms"] = overhead * 1e3
+            if c == "reductions":
+                entry["overhead_over_cold_read"] = overhead / read_s
+            if c == "raw":
                 entry["overhead_over_memcpy"] = overhead / copy_s
                 entry["overhead_over_write"] = overhead / write_s
             report["results"][lib][c] = entry

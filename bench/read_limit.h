@@ -5,8 +5,8 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace trainscope::bench {
 

@@ -237,7 +237,6 @@ uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n) {
   auto& pool = internal::HelperPool::Shared();
   if (n < 2 * kPiece || pool.threads() < 2) return CopyAndExtendOneThread(crc, dst, src, n);
   // Pieces of 1 MiB on the helper threads too, each with its own CRC, combined in order.
-  static const uint32_t kPieceShift = ZerosOperator(kPiece);
   const size_t pieces = (n + kPiece - 1) / kPiece;
   std::vector<uint32_t> crcs(pieces);
   auto* d = static_cast<uint8_t*>(dst);
@@ -246,8 +245,8 @@ uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n) {
     const size_t off = i * kPiece;
     crcs[i] = CopyAndExtendOneThread(0, d + off, s + off, std::min(kPiece, n - off));
   });
-  for (size_t i = 0; i + 1 < pieces; ++i) crc = GfMultiply(crc, kPieceShift) ^ crcs[i];
-  return Combine(crc, crcs.back(), n - (pieces - 1) * kPiece);
+  for (size_t i = 0; i < pieces; ++i) crc = Combine(crc, crcs[i], std::min(kPiece, n - i * kPiece));
+  return crc;
 }
 
 bool HardwareAccelerated() {

@@ -222,99 +222,97 @@ __attribute__((target("avx2,fma"))) inline double HExtreme(__m256 v) {
 constexpr size_t kRun = 256;
 constexpr double kTinyBlock = 0x1p-40;
 
+// min, max, |x| extremes (kAbsExt) and zeros (kZeros) of a block's vectors, compared as floats
+// (exact: the conversion to double is monotonic). min_ps(x, acc) keeps acc when x is NaN; a NaN
+// anywhere makes min/max NaN in Value() anyway.
 template <bool kZeros, bool kAbsExt>
-__attribute__((target("avx2,fma"))) void Extremes(__m256 mn, __m256 mx, __m256 amn, __m256 amx,
-                                                  __m256i czero, Block* b) {
-  b->min = HExtreme<false>(mn);
-  b->max = HExtreme<true>(mx);
-  if constexpr (kAbsExt) {
-    b->amin = HExtreme<false>(amn);
-    b->amax = HExtreme<true>(amx);
+struct VecExtremes {
+  __m256 mn, mx, amn, amx;
+  __m256i czero;
+
+  __attribute__((target("avx2,fma"))) VecExtremes() {
+    mn = amn = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+    mx = amx = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    czero = _mm256_setzero_si256();
   }
-  if constexpr (kZeros) b->zero = HSumI32(czero);
+  // x and ax = |x|.
+  __attribute__((target("avx2,fma"), always_inline)) void Add(__m256 x, __m256 ax) {
+    mn = _mm256_min_ps(x, mn);
+    mx = _mm256_max_ps(x, mx);
+    if constexpr (kAbsExt) {
+      amn = _mm256_min_ps(ax, amn);
+      amx = _mm256_max_ps(ax, amx);
+    }
+    if constexpr (kZeros) {
+      const __m256 eq = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ);
+      czero = _mm256_sub_epi32(czero, _mm256_castps_si256(eq));
+    }
+  }
+  __attribute__((target("avx2,fma"))) void Store(Block* b) const {
+    b->min = HExtreme<false>(mn);
+    b->max = HExtreme<true>(mx);
+    if constexpr (kAbsExt) {
+      b->amin = HExtreme<false>(amn);
+      b->amax = HExtreme<true>(amx);
+    }
+    if constexpr (kZeros) b->zero = HSumI32(czero);
+  }
+};
+
+// acc + the 8 floats of v, widened to double.
+__attribute__((target("avx2,fma"))) inline __m256d AddWidened(__m256d acc, __m256 v) {
+  return _mm256_add_pd(acc, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                                          _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
 }
 
 // m8: a multiple of 8, > 0. False when the block must be recomputed in double (see above).
 template <bool kZeros, bool kAbsExt>
 __attribute__((target("avx2,fma"))) bool BlockF32Float(const float* p, size_t m8, Block* b) {
   const __m256 fabs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 finf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   const __m256 fzero = _mm256_setzero_ps();
   __m256d dsum = _mm256_setzero_pd(), dasum = dsum, dsq = dsum;
-  __m256 mn = finf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), amn = finf,
-         amx = mx;
-  __m256i czero = _mm256_setzero_si256();
+  VecExtremes<kZeros, kAbsExt> ext;
+  // One vector into one set of float accumulators.
+  auto add = [&](const float* at, __m256& sum, __m256& asum, __m256& sq)
+                 __attribute__((target("avx2,fma"), always_inline)) {
+    const __m256 x = _mm256_loadu_ps(at);
+    const __m256 ax = _mm256_and_ps(x, fabs);
+    sum = _mm256_add_ps(sum, x);
+    asum = _mm256_add_ps(asum, ax);
+    sq = _mm256_fmadd_ps(x, x, sq);
+    ext.Add(x, ax);
+  };
   for (size_t r = 0; r < m8; r += kRun) {
     const size_t e = std::min(m8, r + kRun);
+    // Two sets of accumulators hide the adds' latency.
     __m256 s0 = fzero, s1 = fzero, a0 = fzero, a1 = fzero, q0 = fzero, q1 = fzero;
     size_t i = r;
     for (; i + 16 <= e; i += 16) {
-      const __m256 x0 = _mm256_loadu_ps(p + i), x1 = _mm256_loadu_ps(p + i + 8);
-      const __m256 ax0 = _mm256_and_ps(x0, fabs), ax1 = _mm256_and_ps(x1, fabs);
-      s0 = _mm256_add_ps(s0, x0);
-      s1 = _mm256_add_ps(s1, x1);
-      a0 = _mm256_add_ps(a0, ax0);
-      a1 = _mm256_add_ps(a1, ax1);
-      q0 = _mm256_fmadd_ps(x0, x0, q0);
-      q1 = _mm256_fmadd_ps(x1, x1, q1);
-      mn = _mm256_min_ps(_mm256_min_ps(x0, x1), mn);
-      mx = _mm256_max_ps(_mm256_max_ps(x0, x1), mx);
-      if constexpr (kAbsExt) {
-        amn = _mm256_min_ps(_mm256_min_ps(ax0, ax1), amn);
-        amx = _mm256_max_ps(_mm256_max_ps(ax0, ax1), amx);
-      }
-      if constexpr (kZeros) {
-        czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x0, fzero, _CMP_EQ_OQ)));
-        czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x1, fzero, _CMP_EQ_OQ)));
-      }
+      add(p + i, s0, a0, q0);
+      add(p + i + 8, s1, a1, q1);
     }
-    if (i < e) {  // one vector left
-      const __m256 x0 = _mm256_loadu_ps(p + i);
-      const __m256 ax0 = _mm256_and_ps(x0, fabs);
-      s0 = _mm256_add_ps(s0, x0);
-      a0 = _mm256_add_ps(a0, ax0);
-      q0 = _mm256_fmadd_ps(x0, x0, q0);
-      mn = _mm256_min_ps(x0, mn);
-      mx = _mm256_max_ps(x0, mx);
-      if constexpr (kAbsExt) {
-        amn = _mm256_min_ps(ax0, amn);
-        amx = _mm256_max_ps(ax0, amx);
-      }
-      if constexpr (kZeros) {
-        czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x0, fzero, _CMP_EQ_OQ)));
-      }
-    }
-    const __m256 s = _mm256_add_ps(s0, s1), a = _mm256_add_ps(a0, a1), q = _mm256_add_ps(q0, q1);
-    dsum = _mm256_add_pd(dsum, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(s)),
-                                             _mm256_cvtps_pd(_mm256_extractf128_ps(s, 1))));
-    dasum = _mm256_add_pd(dasum, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)),
-                                               _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))));
-    dsq = _mm256_add_pd(dsq, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(q)),
-                                           _mm256_cvtps_pd(_mm256_extractf128_ps(q, 1))));
+    if (i < e) add(p + i, s0, a0, q0);  // one vector left
+    dsum = AddWidened(dsum, _mm256_add_ps(s0, s1));
+    dasum = AddWidened(dasum, _mm256_add_ps(a0, a1));
+    dsq = AddWidened(dsq, _mm256_add_ps(q0, q1));
   }
   b->sum = HSum(dsum);
   b->asum = HSum(dasum);
   b->sq = HSum(dsq);
-  Extremes<kZeros, kAbsExt>(mn, mx, amn, amx, czero, b);
+  ext.Store(b);
   const double amax_all = std::max(std::fabs(b->min), std::fabs(b->max));
   return std::isfinite(b->asum) && std::isfinite(b->sq) && amax_all >= kTinyBlock;
 }
 
-// Every sum in double: 8 floats per iteration converted to double (two 4-lane halves), compared
-// as floats for min/max (exact: the conversion is monotonic). min_ps(x, acc) keeps acc when x is
-// NaN; a NaN anywhere makes min/max NaN in Value() anyway. NaN and inf are counted only when the
-// |x| sum is not finite (a finite sum has neither).
+// Every sum in double: 8 floats per iteration converted to double (two 4-lane halves). NaN and
+// inf are counted only when the |x| sum is not finite (a finite sum has neither).
 template <bool kZeros, bool kAbsExt>
 __attribute__((target("avx2,fma"))) void BlockF32Double(const float* p, size_t m8, Block* b) {
   const __m256d dabs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
   const __m256 fabs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 finf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  const __m256 fzero = _mm256_setzero_ps();
   __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0, as0 = sum0, as1 = sum0, sq0 = sum0,
           sq1 = sum0;
-  __m256 mn = finf, mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), amn = finf,
-         amx = mx;
-  __m256i czero = _mm256_setzero_si256();
+  VecExtremes<kZeros, kAbsExt> ext;
   for (size_t i = 0; i < m8; i += 8) {
     const __m256 x = _mm256_loadu_ps(p + i);
     const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
@@ -325,21 +323,12 @@ __attribute__((target("avx2,fma"))) void BlockF32Double(const float* p, size_t m
     as1 = _mm256_add_pd(as1, _mm256_and_pd(hi, dabs));
     sq0 = _mm256_fmadd_pd(lo, lo, sq0);
     sq1 = _mm256_fmadd_pd(hi, hi, sq1);
-    mn = _mm256_min_ps(x, mn);
-    mx = _mm256_max_ps(x, mx);
-    if constexpr (kAbsExt) {
-      const __m256 ax = _mm256_and_ps(x, fabs);
-      amn = _mm256_min_ps(ax, amn);
-      amx = _mm256_max_ps(ax, amx);
-    }
-    if constexpr (kZeros) {
-      czero = _mm256_sub_epi32(czero, _mm256_castps_si256(_mm256_cmp_ps(x, fzero, _CMP_EQ_OQ)));
-    }
+    ext.Add(x, _mm256_and_ps(x, fabs));
   }
   b->sum = HSum(_mm256_add_pd(sum0, sum1));
   b->asum = HSum(_mm256_add_pd(as0, as1));
   b->sq = HSum(_mm256_add_pd(sq0, sq1));
-  Extremes<kZeros, kAbsExt>(mn, mx, amn, amx, czero, b);
+  ext.Store(b);
   if (!std::isfinite(b->asum)) {  // a NaN or an inf: count them
     for (size_t j = 0; j < m8; ++j) {
       b->nan += std::isnan(p[j]);
