@@ -8,14 +8,24 @@
 //   ...
 //   w->Close();                             // drains the queue, writes training_job_end.ts
 //
-// A background thread encodes nothing (encoding happens in AddTensor, which is a header write
-// plus one memcpy) and does all I/O: for each step it writes events/<step>/<step>_<worker>.tfevents
-// via a .tmp file and a rename, then index/<step/1000>/<step>_<worker>.json the same way, so
-// readers see each step whole or not at all, and never an index entry without its event file.
+// Background I/O threads encode nothing (encoding happens in AddTensor, which is a header write
+// plus one memcpy) and do all I/O: for each step, events/<step>/<step>_<worker>.tfevents via a
+// .tmp file and a rename, then index/<step/1000>/<step>_<worker>.json the same way, so readers see
+// each step whole or not at all, and never an index entry without its event file.
 //
-// Back-pressure: steps wait in a queue bounded in bytes (max_queue_bytes). When it is full,
-// EndStep follows `when_full`: kBlock waits for room (nothing is lost; default), kDropStep drops
-// the new step, counts it in stats().steps_dropped and says so once on stderr.
+// I/O threads (io_threads): each takes the next queued step and writes its event file, so a
+// backlog of steps is written by several threads at once (one thread's buffered write() is bound
+// by one core's copy into the page cache). Index files are still published one at a time, in step
+// order: a reader never sees step N+1 before step N, and a killed writer leaves a trial whose
+// indexed steps are a prefix of those queued (at most an unindexed event file beside them, which
+// readers ignore). A second thread runs only while steps wait behind the first, so it takes no
+// CPU from the training unless the writer falls behind.
+//
+// Back-pressure: steps wait in a queue bounded in bytes (max_queue_bytes, which counts the steps
+// being written too). A step is accepted when it fits under the limit, or when no other step waits
+// (so a step larger than the limit is never refused for its size alone). Otherwise EndStep follows
+// `when_full`: kBlock waits for room (nothing is lost; default), kDropStep drops the new step,
+// counts it in stats().steps_dropped and says so once on stderr.
 //
 // Errors: an I/O error never reaches the training thread as a crash or an exception. The first
 // one is printed once to stderr with its path and errno and kept in first_error(); the failed
@@ -46,6 +56,9 @@ struct WriterOptions {
   bool sync = false;                        // fdatasync each file before its rename
   bool write_end_marker = true;             // training_job_end.ts on Close()
   bool quiet = false;                       // do not print the first error to stderr
+  // Threads that write steps' files (see above). 0 = the default: 2, or 1 where
+  // TRAINSCOPE_THREADS=1 or the machine has one core. At most 16.
+  int io_threads = 0;
 };
 
 struct WriterStats {

@@ -1,5 +1,6 @@
-// TrialWriter (include/trainscope/writer.h): encoding on the caller's thread, I/O on one
-// background thread fed by a queue bounded in bytes.
+// TrialWriter (include/trainscope/writer.h): encoding on the caller's thread, I/O on background
+// threads fed by a queue bounded in bytes; event files are written in parallel, index files are
+// published in step order.
 #include "trainscope/writer.h"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
+#include "core/helper_pool.h"
 #include "store/index_file.h"
 #include "store/step_buffer.h"
 #include "trainscope/trial_format.h"
@@ -26,7 +29,12 @@ class TrialWriter::Impl {
 
   ~Impl() { (void)Close(); }
 
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    int n = options_.io_threads;
+    if (n <= 0) n = std::min(2, internal::HelperPool::Shared().threads());
+    n = std::clamp(n, 1, 16);
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
+  }
 
   // ----- training thread
 
@@ -49,7 +57,7 @@ class TrialWriter::Impl {
     dropped_any_ = false;
     if (options_.when_full == WriterOptions::WhenFull::kDropStep) {
       std::lock_guard<std::mutex> l(mu_);
-      dropping_ = !queue_.empty() && queue_bytes_ >= options_.max_queue_bytes;
+      dropping_ = !Accepts(1);
     }
     return Status::OK();
   }
@@ -124,7 +132,7 @@ class TrialWriter::Impl {
     step->Finish();
     const uint64_t bytes = step->memory_bytes();
     std::unique_lock<std::mutex> l(mu_);
-    auto fits = [&] { return queue_.empty() || queue_bytes_ + bytes <= options_.max_queue_bytes; };
+    auto fits = [&] { return Accepts(bytes); };
     if (dropping_ || (options_.when_full == WriterOptions::WhenFull::kDropStep && !fits())) {
       ++stats_.steps_dropped;
       if (!warned_drop_ && !options_.quiet) {
@@ -160,7 +168,7 @@ class TrialWriter::Impl {
 
   Status Flush() {
     std::unique_lock<std::mutex> l(mu_);
-    idle_cv_.wait(l, [&] { return queue_.empty() && !busy_; });
+    idle_cv_.wait(l, [&] { return queue_.empty() && in_flight_ == 0; });
     return first_error_;
   }
 
@@ -172,7 +180,8 @@ class TrialWriter::Impl {
       stop_ = true;
     }
     work_cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
     closed_ = true;
     bool lost;
     {
@@ -202,8 +211,16 @@ class TrialWriter::Impl {
   const std::string& worker() const { return options_.worker; }
 
  private:
-  // ----- writer thread
+  // A step of `bytes` may join the queue now: it fits under the limit, or no step waits (so a
+  // step larger than the limit is never refused for its size alone). REQUIRES: mu_ held.
+  bool Accepts(uint64_t bytes) const {
+    return queue_.empty() || queue_bytes_ + bytes <= options_.max_queue_bytes;
+  }
 
+  // ----- I/O threads
+
+  // Each thread: take the next step, write its event file (in parallel with the other threads),
+  // then wait for its turn and publish its index (in the order the steps were queued).
   void Run() {
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
@@ -211,20 +228,28 @@ class TrialWriter::Impl {
       if (queue_.empty()) break;  // stop_ and drained
       std::unique_ptr<StepBuffer> step = std::move(queue_.front());
       queue_.pop_front();
-      busy_ = true;
+      const uint64_t turn = next_take_++;
+      ++in_flight_;
       l.unlock();
-      uint64_t file_bytes = 0;
-      int64_t tensors = 0;
-      Status s = WriteStep(*step, &file_bytes, &tensors);
+      IndexFile index;
+      std::string event_path;
+      Status s = WriteEvents(*step, &index, &event_path);
+      l.lock();
+      publish_cv_.wait(l, [&] { return next_publish_ == turn; });
+      l.unlock();
+      s = s.ok() ? PublishIndex(*step, index, event_path) : s;
       const uint64_t bytes = step->memory_bytes();
+      const uint64_t file_bytes = step->file_size();
       step.reset();  // frees chunks and keepalives outside the lock
       if (!s.ok()) RecordError(s);
       l.lock();
+      ++next_publish_;
+      publish_cv_.notify_all();
       queue_bytes_ -= bytes;
-      busy_ = false;
+      --in_flight_;
       if (s.ok()) {
         ++stats_.steps_written;
-        stats_.tensors_written += tensors;
+        stats_.tensors_written += static_cast<int64_t>(index.tensors.size());
         stats_.bytes_written += file_bytes;
       } else {
         ++stats_.steps_failed;
@@ -232,17 +257,19 @@ class TrialWriter::Impl {
       room_cv_.notify_all();
       idle_cv_.notify_all();
     }
-    busy_ = false;
     idle_cv_.notify_all();
   }
 
   // Creates `dir` (and parents) unless this writer made it already.
   Status EnsureDir(const std::string& dir, bool* created) {
     *created = false;
-    if (made_dirs_.count(dir)) return Status::OK();
+    {
+      std::lock_guard<std::mutex> l(dirs_mu_);
+      if (made_dirs_.count(dir)) return Status::OK();
+    }
     TS_RETURN_IF_ERROR(env_->CreateDirs(dir));
-    made_dirs_.insert(dir);
-    *created = true;
+    std::lock_guard<std::mutex> l(dirs_mu_);
+    *created = made_dirs_.insert(dir).second;
     return Status::OK();
   }
 
@@ -278,22 +305,27 @@ class TrialWriter::Impl {
     return SyncNewDir(folder, created);
   }
 
-  Status WriteStep(const StepBuffer& step, uint64_t* file_bytes, int64_t* tensors) {
-    IndexFile index;
-    index.mode = step.mode();
-    index.mode_step = step.mode_step();
-    index.shapes = step.shapes();
-    std::string event_path;
-    if (step.has_records()) {
-      index.event_file_name = trial_format::EventFilePath(step.step(), options_.worker);
-      event_path = JoinPath(dir_, index.event_file_name);
-      index.tensors = step.TensorEntries();
-      Status s = WriteEventFile(step, event_path);
-      if (!s.ok()) {
-        (void)env_->RemoveFile(event_path);  // renamed but its folder could not be synced
-        return s.WithContext("step " + std::to_string(step.step()));
-      }
+  // The step's event file (if it has records) and its index entries. Runs in parallel with the
+  // other I/O threads.
+  Status WriteEvents(const StepBuffer& step, IndexFile* index, std::string* event_path) {
+    index->mode = step.mode();
+    index->mode_step = step.mode_step();
+    index->shapes = step.shapes();
+    if (!step.has_records()) return Status::OK();
+    index->event_file_name = trial_format::EventFilePath(step.step(), options_.worker);
+    *event_path = JoinPath(dir_, index->event_file_name);
+    index->tensors = step.TensorEntries();
+    Status s = WriteEventFile(step, *event_path);
+    if (!s.ok()) {
+      (void)env_->RemoveFile(*event_path);  // renamed but its folder could not be synced
+      return s.WithContext("step " + std::to_string(step.step()));
     }
+    return Status::OK();
+  }
+
+  // The step's index file, after its event file. Runs on one thread at a time, in step order.
+  Status PublishIndex(const StepBuffer& step, const IndexFile& index,
+                      const std::string& event_path) {
     const std::string index_path =
         JoinPath(dir_, trial_format::IndexFilePath(step.step(), options_.worker));
     const std::string index_folder(Dirname(index_path));
@@ -307,8 +339,6 @@ class TrialWriter::Impl {
       if (!event_path.empty()) (void)env_->RemoveFile(event_path);
       return s.WithContext("step " + std::to_string(step.step()));
     }
-    *file_bytes = step.file_size();
-    *tensors = static_cast<int64_t>(index.tensors.size());
     return Status::OK();
   }
 
@@ -339,23 +369,27 @@ class TrialWriter::Impl {
   bool dropped_any_ = false;  // ... and something was added to it
   bool closed_ = false;
 
-  // Writer thread only.
-  std::set<std::string> made_dirs_;
+  // I/O threads.
+  std::mutex dirs_mu_;
+  std::set<std::string> made_dirs_;  // guarded by dirs_mu_
 
   // Shared, guarded by mu_.
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // queue non-empty or stop
   std::condition_variable room_cv_;  // queue shrank
   std::condition_variable idle_cv_;  // a step finished
+  std::condition_variable publish_cv_;  // next_publish_ moved
   std::deque<std::unique_ptr<StepBuffer>> queue_;
-  uint64_t queue_bytes_ = 0;  // memory of queued steps and of the one being written
-  bool busy_ = false;
+  uint64_t queue_bytes_ = 0;  // memory of queued steps and of those being written
+  int in_flight_ = 0;         // steps taken by I/O threads and not finished
+  uint64_t next_take_ = 0;    // turn of the next step a thread takes
+  uint64_t next_publish_ = 0; // turn whose index goes out next
   bool stop_ = false;
   bool warned_drop_ = false;
   WriterStats stats_;
   Status first_error_;
 
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 Result<std::unique_ptr<TrialWriter>> TrialWriter::Open(const std::string& dir,

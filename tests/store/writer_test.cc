@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -352,9 +353,10 @@ class GateEnv : public FaultInjectionEnv {
     l.unlock();
     return FaultInjectionEnv::NewWritableFile(path);
   }
-  void WaitEntered(int n) {
+  // True once n calls have entered (false after 30 s, so a broken writer fails, not hangs).
+  bool WaitEntered(int n) {
     std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return entered_ >= n; });
+    return cv_.wait_for(l, std::chrono::seconds(30), [&] { return entered_ >= n; });
   }
   void Open() {
     std::lock_guard<std::mutex> l(mu_);
@@ -369,7 +371,10 @@ class GateEnv : public FaultInjectionEnv {
   bool open_ = false;
 };
 
-TEST(TrialWriterTest, DropStepPolicyCountsDrops) {
+class DropStepPolicyTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DropStepPolicyTest, CountsDrops) {
+  const int threads = GetParam();
   auto mem = NewMemEnv();
   GateEnv env(mem.get());
   WriterOptions opts;
@@ -377,23 +382,187 @@ TEST(TrialWriterTest, DropStepPolicyCountsDrops) {
   opts.quiet = true;
   opts.max_queue_bytes = 1;
   opts.when_full = WriterOptions::WhenFull::kDropStep;
+  opts.io_threads = threads;
   auto w = TrialWriter::Open("/t", opts);
   ASSERT_TRUE(w.ok());
-  WriteStep(w->get(), 0, 100);
-  env.WaitEntered(1);         // step 0 is being written (held at the gate)
-  WriteStep(w->get(), 1, 100);  // queue empty: accepted whatever its size
-  WriteStep(w->get(), 2, 100);  // queue full: dropped at EndStep
-  WriteStep(w->get(), 3, 100);  // still full at BeginStep: dropped without copying
+  // Every I/O thread takes a step and is held at the gate.
+  for (int s = 0; s < threads; ++s) {
+    WriteStep(w->get(), s, 100);
+    if (!env.WaitEntered(s + 1)) {
+      env.Open();  // let the writer close
+      FAIL() << "I/O thread " << s + 1 << " never took a step";
+    }
+  }
+  const int64_t n = threads;
+  WriteStep(w->get(), n, 100);      // nothing waits: accepted whatever its size
+  WriteStep(w->get(), n + 1, 100);  // queue full: dropped at EndStep
+  WriteStep(w->get(), n + 2, 100);  // still full at BeginStep: dropped without copying
   EXPECT_EQ((*w)->stats().steps_dropped, 2);
   env.Open();
   ASSERT_TRUE((*w)->Close().ok());
   const WriterStats st = (*w)->stats();
-  EXPECT_EQ(st.steps_written, 2);
+  EXPECT_EQ(st.steps_written, n + 1);
   EXPECT_EQ(st.steps_dropped, 2);
   auto steps = ReadTrialChecked(mem.get(), "/t");
-  EXPECT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps.count(0) + steps.count(1), 2u);
+  EXPECT_EQ(steps.size(), static_cast<size_t>(n + 1));
+  for (int64_t s = 0; s <= n; ++s) EXPECT_EQ(steps.count(s), 1u) << s;
   EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));  // dropping is not losing to errors
+}
+
+INSTANTIATE_TEST_SUITE_P(IoThreads, DropStepPolicyTest, ::testing::Values(1, 2, 3));
+
+// Records the order in which files are renamed into place. With `hold_step0`, step 0's event
+// file is not created until step 1's event file is in place (or 10 s have passed): with two I/O
+// threads, step 1's event file is then finished first, while step 0's is still being written.
+class OrderEnv : public FaultInjectionEnv {
+ public:
+  OrderEnv(Env* base, bool hold_step0) : FaultInjectionEnv(base), hold_(hold_step0) {}
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    if (hold_ && path.find("/000000000000_worker_0.tfevents") != std::string::npos) {
+      std::unique_lock<std::mutex> l(mu_);
+      overlapped_ = cv_.wait_for(l, std::chrono::seconds(10), [&] { return step1_done_; });
+    }
+    return FaultInjectionEnv::NewWritableFile(path);
+  }
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    Status s = FaultInjectionEnv::RenameFile(from, to);
+    std::lock_guard<std::mutex> l(mu_);
+    if (s.ok()) renames_.push_back(to);
+    if (to.find("/000000000001_worker_0.tfevents") != std::string::npos) {
+      step1_done_ = true;
+      cv_.notify_all();
+    }
+    return s;
+  }
+  bool overlapped() {
+    std::lock_guard<std::mutex> l(mu_);
+    return overlapped_;
+  }
+  // Steps of the files renamed into `folder` ("index/" or "events/"), in the order renamed.
+  std::vector<int64_t> Renamed(const std::string& folder) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<int64_t> out;
+    for (const std::string& to : renames_) {
+      if (to.find("/" + folder) == std::string::npos) continue;
+      auto name = trial_format::ParseStepFileName(to.substr(to.rfind('/') + 1));
+      EXPECT_TRUE(name.has_value()) << to;
+      if (name) out.push_back(name->step);
+    }
+    return out;
+  }
+
+ private:
+  const bool hold_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool step1_done_ = false;
+  bool overlapped_ = false;
+  std::vector<std::string> renames_;
+};
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+TEST(TrialWriterTest, IoThreadsWriteEventFilesAtOnceAndPublishIndexesInOrder) {
+  auto mem = NewMemEnv();
+  OrderEnv env(mem.get(), /*hold_step0=*/true);
+  WriterOptions opts;
+  opts.env = &env;
+  opts.io_threads = 2;
+  auto w = TrialWriter::Open("/t", opts);
+  ASSERT_TRUE(w.ok());
+  for (int64_t s = 0; s < 6; ++s) WriteStep(w->get(), s, 1000 + 100 * s);
+  ASSERT_TRUE((*w)->Close().ok()) << (*w)->first_error().ToString();
+  // Step 1's event file was written while step 0's was still to come...
+  EXPECT_TRUE(env.overlapped());
+  const std::vector<int64_t> events = env.Renamed("events/");
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[0], 1);
+  // ... yet the indexes went out in step order.
+  EXPECT_EQ(env.Renamed("index/"), Iota(6));
+  auto steps = ReadTrialChecked(mem.get(), "/t");
+  ASSERT_EQ(steps.size(), 6u);
+  for (int64_t s = 0; s < 6; ++s) {
+    EXPECT_EQ(steps[s].tensors["x"].bytes, Pattern(1000 + 100 * s, static_cast<uint32_t>(s)));
+  }
+  EXPECT_EQ((*w)->stats().steps_written, 6);
+}
+
+TEST(TrialWriterTest, ManyIoThreadsOnDiskLoseNothing) {
+  TempDir tmp;
+  OrderEnv env(Env::Default(), /*hold_step0=*/false);
+  WriterOptions opts;
+  opts.env = &env;
+  opts.io_threads = 4;
+  opts.max_queue_bytes = 4 << 20;  // the training thread waits now and then
+  const std::string dir = tmp.path() + "/trial";
+  auto w = TrialWriter::Open(dir, opts);
+  ASSERT_TRUE(w.ok());
+  constexpr int64_t kSteps = 120;
+  auto size_of = [](int64_t s, int k) {
+    return static_cast<size_t>((s * 7919 + k * 104729) % 600000 + 1);
+  };
+  for (int64_t s = 0; s < kSteps; ++s) {
+    ASSERT_TRUE((*w)->BeginStep(s, s % 10 == 9 ? Mode::kEval : Mode::kTrain, s).ok());
+    for (int k = 0; k < 3; ++k) {
+      const std::string data = Pattern(size_of(s, k), static_cast<uint32_t>(s * 3 + k));
+      const TensorView v{DType::kU8, data.data(), {static_cast<int64_t>(data.size())}, {}, {}};
+      ASSERT_TRUE((*w)->AddTensor("t" + std::to_string(k), v).ok());
+    }
+    ASSERT_TRUE((*w)->EndStep().ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok()) << (*w)->first_error().ToString();
+  EXPECT_EQ(env.Renamed("index/"), Iota(kSteps));
+  const WriterStats st = (*w)->stats();
+  EXPECT_EQ(st.steps_written, kSteps);
+  EXPECT_EQ(st.tensors_written, 3 * kSteps);
+  EXPECT_EQ(st.queue_bytes, 0u);
+  auto steps = ReadTrialChecked(Env::Default(), dir);
+  ASSERT_EQ(steps.size(), static_cast<size_t>(kSteps));
+  for (int64_t s = 0; s < kSteps; ++s) {
+    EXPECT_EQ(steps[s].mode, s % 10 == 9 ? Mode::kEval : Mode::kTrain);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(steps[s].tensors["t" + std::to_string(k)].bytes,
+                Pattern(size_of(s, k), static_cast<uint32_t>(s * 3 + k)))
+          << "step " << s << " tensor " << k;
+    }
+  }
+}
+
+TEST(TrialWriterTest, FullDiskWithIoThreadsKeepsTheTrialConsistent) {
+  auto mem = NewMemEnv();
+  FaultInjectionEnv fault(mem.get());
+  OrderEnv env(&fault, /*hold_step0=*/false);
+  WriterOptions opts;
+  opts.env = &env;
+  opts.quiet = true;
+  opts.io_threads = 3;
+  auto w = TrialWriter::Open("/t", opts);
+  ASSERT_TRUE(w.ok());
+  fault.SetDiskSpaceLeft(20 * 5000);  // room for about 20 of the 40 steps
+  constexpr int64_t kSteps = 40;
+  for (int64_t s = 0; s < kSteps; ++s) WriteStep(w->get(), s, 5000);
+  const Status err = (*w)->Close();
+  EXPECT_EQ(err.os_errno(), ENOSPC) << err.ToString();
+  const WriterStats st = (*w)->stats();
+  EXPECT_EQ(st.steps_written + st.steps_failed, kSteps);
+  EXPECT_GE(st.steps_failed, 1);
+  EXPECT_GE(st.steps_written, 1);
+  // Every indexed step is whole, and indexes went out in step order.
+  auto steps = ReadTrialChecked(mem.get(), "/t");
+  EXPECT_EQ(steps.size(), static_cast<size_t>(st.steps_written));
+  for (auto& [s, rs] : steps) {
+    EXPECT_EQ(rs.tensors["x"].bytes, Pattern(5000, static_cast<uint32_t>(s))) << s;
+  }
+  const std::vector<int64_t> indexed = env.Renamed("index/");
+  EXPECT_TRUE(std::is_sorted(indexed.begin(), indexed.end()));
+  for (const std::string& f : ListFiles(mem.get(), "/t")) {
+    EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+  }
+  EXPECT_FALSE(mem->FileExists("/t/training_job_end.ts"));
 }
 
 TEST(TrialWriterTest, BlockPolicyWaitsAndLosesNothing) {
@@ -405,7 +574,7 @@ TEST(TrialWriterTest, BlockPolicyWaitsAndLosesNothing) {
   auto w = TrialWriter::Open("/t", opts);
   ASSERT_TRUE(w.ok());
   std::thread opener([&] {
-    env.WaitEntered(1);
+    EXPECT_TRUE(env.WaitEntered(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     env.Open();
   });
