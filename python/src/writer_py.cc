@@ -193,7 +193,10 @@ void RegisterWriter(py::module_& m) {
 Writes one worker's tensors into a trial folder in smdebug's layout (see trainscope/writer.h).
 
 TrialWriter(out_dir, worker="worker_0", max_queue_bytes=1<<30, when_full="block"|"drop",
-            sync=False, write_end_marker=True)
+            sync=False, write_end_marker=True, quiet=False, io_threads=0)
+
+io_threads: threads that write queued steps' files at once (0 = the default: 2, or 1 under
+TRAINSCOPE_THREADS=1); index files still appear one at a time, in step order.
 
 Steps: begin_step(global_step, mode, mode_step); add_tensor(name, value)...; end_step().
 add_tensor copies the value (numpy array, __dlpack__ object such as a CPU torch tensor, Python
@@ -203,8 +206,14 @@ I/O errors never raise from add/end_step: they are kept in first_error() and cou
 Not thread-safe: one thread at a time (stats and first_error excepted).)doc")
       .def(
           py::init([](const std::string& out_dir, const std::string& worker, size_t max_queue_bytes,
-                      const std::string& when_full, bool sync, bool write_end_marker, bool quiet) {
+                      const std::string& when_full, bool sync, bool write_end_marker, bool quiet,
+                      int io_threads) {
+            if (io_threads < 0 || io_threads > 16) {
+              throw py::value_error("io_threads must be 0 (the default) or 1 to 16, got " +
+                                    std::to_string(io_threads));
+            }
             WriterOptions o;
+            o.io_threads = io_threads;
             o.worker = worker;
             o.max_queue_bytes = max_queue_bytes;
             o.when_full = ParseWhenFull(when_full);
@@ -215,7 +224,8 @@ Not thread-safe: one thread at a time (stats and first_error excepted).)doc")
           }),
           py::arg("out_dir"), py::arg("worker") = "worker_0",
           py::arg("max_queue_bytes") = size_t{1} << 30, py::arg("when_full") = "block",
-          py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false)
+          py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false,
+          py::arg("io_threads") = 0)
       .def("begin_step", &PyTrialWriter::BeginStep, py::arg("global_step"), py::arg("mode") = 4,
            py::arg("mode_step") = -1,
            "Opens a step. mode: 1..4 or a ModeKeys; mode_step -1 means mode_step = global_step.")

@@ -184,6 +184,19 @@ def test_writer_stats_and_steps(trial_dir):
     w.close()  # idempotent
 
 
+def test_io_threads_write_every_step_in_order(trial_dir):
+    # Four I/O threads; the queue is small, so steps pile up and are written several at once.
+    want = {step: sample("float32", (step % 7 + 1, 4096), seed=step) for step in range(60)}
+    write_trial(trial_dir, [(s, modes.TRAIN, s, {"w": a}) for s, a in want.items()],
+                io_threads=4, max_queue_bytes=1 << 20)
+    trial = trainscope.create_trial(str(trial_dir))
+    assert trial.steps() == list(range(60))
+    for step, a in want.items():
+        assert_same(trial.tensor("w").value(step), a)
+    with pytest.raises(ValueError, match="io_threads"):
+        _core.TrialWriter(str(trial_dir) + "2", io_threads=-1)
+
+
 def test_writer_rejects_bad_values(trial_dir):
     w = _core.TrialWriter(str(trial_dir))
     w.begin_step(0, 1, 0)
