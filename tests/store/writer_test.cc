@@ -409,7 +409,7 @@ TEST_P(DropStepPolicyTest, CountsDrops) {
   EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));  // dropping is not losing to errors
 }
 
-INSTANTIATE_TEST_SUITE_P(IoThreads, DropStepPolicyTest, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(TrialWriterIoThreads, DropStepPolicyTest, ::testing::Values(1, 2, 3));
 
 // Records the order in which files are renamed into place. With `hold_step0`, step 0's event
 // file is not created until step 1's event file is in place (or 10 s have passed): with two I/O
