@@ -1,6 +1,6 @@
 // ChunkPool: recycles the buffers that hold queued steps (private to the store module).
 //
-// The training thread fills buffers (StepBuffer) and the writer thread frees them once a step is
+// The training thread fills buffers (StepBuffer) and an I/O thread frees them once a step is
 // on disk. Fresh memory costs a page fault per 4 KiB on first touch, which made copying a large
 // tensor into a new buffer several times slower than copying into one already used; the pool
 // hands used buffers back instead, up to `max_bytes` of them.

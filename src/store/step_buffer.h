@@ -3,13 +3,13 @@
 // The training thread adds records: each is framed and encoded at once (header, protobuf
 // prefix, tensor bytes, footer) into large chunks, so a step of many small tensors becomes a
 // few contiguous segments; a borrowed tensor (AddTensorNoCopy) becomes its own segment between
-// its prefix and its footer. The writer thread then appends the segments in order (one Append
+// its prefix and its footer. An I/O thread then appends the segments in order (one Append
 // per segment). A copied record's payload CRC32C is computed as its bytes are copied (the copy
-// and the CRC cost about one pass over memory); a borrowed record's is computed by the writer
+// and the CRC cost about one pass over memory); a borrowed record's is computed by an I/O
 // thread, in TensorEntries.
 //
 // Ownership: the buffer owns its chunks and the keepalives of borrowed tensors.
-// Thread safety: none; the writer hands a finished buffer from the training thread to the writer
+// Thread safety: none; the writer hands a finished buffer from the training thread to one I/O
 // thread through its (locked) queue.
 #pragma once
 
@@ -54,7 +54,7 @@ class StepBuffer {
   void AddShape(std::string_view name, const std::vector<int64_t>& shape);
 
   // Drops the bytes of replaced records (re-lays out the step if any name was added twice).
-  // Call once, before handing the buffer to the writer thread.
+  // Call once, before handing the buffer to the I/O threads.
   void Finish();
 
   bool empty() const { return records_.empty() && shapes_.empty(); }
@@ -84,7 +84,7 @@ class StepBuffer {
     TensorView view;  // data = content; kString views keep their strings in `head`
     bool borrowed = false;
     // CRC32C of the payload (head + content), computed while copying; unset for borrowed
-    // records, whose CRC the writer thread computes (TensorEntries).
+    // records, whose CRC an I/O thread computes (TensorEntries).
     uint32_t crc = 0;
     double wall_time = 0;
     bool live = true;

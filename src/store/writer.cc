@@ -375,15 +375,15 @@ class TrialWriter::Impl {
 
   // Shared, guarded by mu_.
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;  // queue non-empty or stop
-  std::condition_variable room_cv_;  // queue shrank
-  std::condition_variable idle_cv_;  // a step finished
+  std::condition_variable work_cv_;     // queue non-empty or stop
+  std::condition_variable room_cv_;     // queue shrank
+  std::condition_variable idle_cv_;     // a step finished
   std::condition_variable publish_cv_;  // next_publish_ moved
   std::deque<std::unique_ptr<StepBuffer>> queue_;
-  uint64_t queue_bytes_ = 0;  // memory of queued steps and of those being written
-  int in_flight_ = 0;         // steps taken by I/O threads and not finished
-  uint64_t next_take_ = 0;    // turn of the next step a thread takes
-  uint64_t next_publish_ = 0; // turn whose index goes out next
+  uint64_t queue_bytes_ = 0;   // memory of queued steps and of those being written
+  int in_flight_ = 0;          // steps taken by I/O threads and not finished
+  uint64_t next_take_ = 0;     // turn of the next step a thread takes
+  uint64_t next_publish_ = 0;  // turn whose index goes out next
   bool stop_ = false;
   bool warned_drop_ = false;
   WriterStats stats_;
