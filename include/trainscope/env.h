@@ -88,6 +88,10 @@ class Env {
   virtual Status SyncDir(const std::string& dir) = 0;
   // Creates `path` exclusively (O_CREAT|O_EXCL); AlreadyExists is reported as kAborted.
   virtual Status CreateExclusive(const std::string& path) = 0;
+  // Gives the file `from` the second name `to` (a hard link) unless `to` exists, which is
+  // reported as kAborted: of several callers racing for one `to`, exactly one succeeds, and `to`
+  // appears whole. kNotSupported where the file system has no hard links.
+  virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   // NotSupported where the Env cannot watch (then callers poll).
   virtual Result<std::unique_ptr<ChangeNotifier>> NewChangeNotifier() {
     return Status::NotSupported("this Env cannot watch folders");
@@ -107,7 +111,7 @@ class FaultInjectionEnv : public Env {
   // ("No space left on device"). Negative disables.
   void SetDiskSpaceLeft(int64_t bytes);
   void SetSyncFails(bool fails);    // Sync/SyncDir fail with EIO
-  void SetRenameFails(bool fails);  // RenameFile fails with EIO
+  void SetRenameFails(bool fails);  // RenameFile and LinkFile fail with EIO
   void SetCreateFails(bool fails);  // NewWritableFile/NewAppendableFile fail with EACCES
   int64_t failures() const;         // how many operations failed on purpose so far
 
@@ -123,6 +127,7 @@ class FaultInjectionEnv : public Env {
   Result<uint64_t> GetFileSize(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
   Status CreateExclusive(const std::string& path) override;
+  Status LinkFile(const std::string& from, const std::string& to) override;
   Result<std::unique_ptr<ChangeNotifier>> NewChangeNotifier() override {
     return base_->NewChangeNotifier();
   }

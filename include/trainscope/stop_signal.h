@@ -59,7 +59,8 @@ class StopSignal {
   Result<StopRequest> Read() const;
 
   // Writes `request` to the trial's stop file (creating rule-output/). If a stop file is already
-  // there, leaves it (the first reason wins) and returns OK.
+  // there, leaves it (the first reason wins, also between processes raising at the same instant:
+  // the file is published with a hard link) and returns OK.
   static Status Raise(Env* env, const std::string& trial_dir, const StopRequest& request);
   // Removes the stop file (e.g. before resuming a stopped run). OK if there was none.
   static Status Clear(Env* env, const std::string& trial_dir);

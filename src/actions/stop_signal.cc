@@ -176,7 +176,17 @@ Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopReque
       return s.WithContext("stop signal: writing " + tmp);
     }
   }
-  Status s = env->RenameFile(tmp, path);
+  // Published with a hard link, which fails if the file exists: of raisers racing (one rule
+  // worker per rule), exactly one reason lands, and a training that read it never sees it change.
+  // Without hard links, a rename (a raiser that passed the check above at the same moment as
+  // another may then replace its reason).
+  Status s = env->LinkFile(tmp, path);
+  if (s.code() == StatusCode::kAborted) s = Status::OK();  // another reason won the race
+  if (s.code() == StatusCode::kNotSupported) {
+    s = env->RenameFile(tmp, path);
+  } else {
+    env->RemoveFile(tmp);
+  }
   if (!s.ok()) {
     env->RemoveFile(tmp);
     return s.WithContext("stop signal: publishing " + path);

@@ -115,5 +115,12 @@ Status FaultInjectionEnv::SyncDir(const std::string& dir) {
 Status FaultInjectionEnv::CreateExclusive(const std::string& path) {
   return base_->CreateExclusive(path);
 }
+Status FaultInjectionEnv::LinkFile(const std::string& from, const std::string& to) {
+  if (state_->rename_fails) {
+    ++state_->failures;
+    return Status::FromErrno("link", to, EIO);
+  }
+  return base_->LinkFile(from, to);
+}
 
 }  // namespace trainscope

@@ -142,6 +142,20 @@ class MemEnv final : public Env {
     fs_->files[p] = std::make_shared<std::string>();
     return Status::OK();
   }
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    std::lock_guard<std::mutex> l(fs_->mu);
+    auto it = fs_->files.find(Normalize(from));
+    if (it == fs_->files.end()) {
+      return Status::IOError("link " + from + ": No such file or directory (errno 2)");
+    }
+    std::string p = Normalize(to);
+    if (fs_->files.count(p) || fs_->dirs.count(p)) return Status::Aborted(to + " already exists");
+    if (!HasDirLocked(std::string(Dirname(p)))) {
+      return Status::IOError("link " + to + ": No such file or directory (errno 2)");
+    }
+    fs_->files[p] = it->second;  // one file, two names
+    return Status::OK();
+  }
 
  private:
   bool HasDirLocked(const std::string& d) { return fs_->dirs.count(d) > 0; }

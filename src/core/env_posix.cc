@@ -305,6 +305,16 @@ class PosixEnv final : public Env {
     ::close(fd);
     return Status::OK();
   }
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) == 0) return Status::OK();
+    if (errno == EEXIST) return Status::Aborted(to + " already exists");
+    if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
+      return Status::NotSupported("link " + from + " " + to +
+                                  ": the file system has no hard links (" + std::strerror(errno) +
+                                  ")");
+    }
+    return Status::FromErrno("link", to, errno);
+  }
   Result<std::unique_ptr<ChangeNotifier>> NewChangeNotifier() override {
     int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd < 0) return Status::FromErrno("inotify_init1", "", errno);

@@ -4,7 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -185,6 +188,64 @@ TEST(StopSignalTest, ConcurrentRaisersLeaveOneCompleteReason) {
   auto r = signal.Read();
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->step, 99);
+  EXPECT_EQ(Entries(trial.path() + "/rule-output"), std::vector<std::string>{"stop_training.json"});
+}
+
+// Holds the first raiser between its check (no stop file yet) and its publishing, until a second
+// raiser has published: the race two rule workers finding one problem at once can run.
+class HoldFirstRaiserEnv : public FaultInjectionEnv {
+ public:
+  using FaultInjectionEnv::FaultInjectionEnv;
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    bool first;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      first = !seen_first_;
+      seen_first_ = true;
+    }
+    if (first) {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, std::chrono::seconds(10), [&] { return released_; });
+    }
+    return FaultInjectionEnv::NewWritableFile(path);
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  void WaitFirst() {
+    for (int i = 0; i < 10000; ++i) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (seen_first_) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool seen_first_ = false, released_ = false;
+};
+
+TEST(StopSignalTest, OfTwoRaisersAtOnceThePublishedReasonNeverChanges) {
+  TempDir trial;
+  HoldFirstRaiserEnv env(Env::Default());
+  Status late;
+  std::thread first([&] { late = StopSignal::Raise(&env, trial.path(), Request("Late", 1)); });
+  env.WaitFirst();  // "Late" saw no stop file and is held before writing its own
+  ASSERT_TRUE(StopSignal::Raise(&env, trial.path(), Request("Early", 2)).ok());
+  auto seen = StopSignal(trial.path()).Read();  // what a training reads now
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->rule, "Early");
+  env.Release();
+  first.join();
+  EXPECT_TRUE(late.ok()) << late.ToString();  // losing the race is not an error
+  auto after = StopSignal(trial.path()).Read();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->rule, "Early") << "the stop reason changed after a training could read it";
   EXPECT_EQ(Entries(trial.path() + "/rule-output"), std::vector<std::string>{"stop_training.json"});
 }
 

@@ -78,6 +78,21 @@ TEST_P(EnvTest, ChildrenAndMissing) {
   EXPECT_FALSE(env_->FileExists(P("d/f2.tmp")));
 }
 
+TEST_P(EnvTest, LinkFileGivesASecondNameOnlyOnce) {
+  ASSERT_TRUE(env_->WriteFileAtomic(P("a"), "first", false).ok());
+  ASSERT_TRUE(env_->WriteFileAtomic(P("b"), "second", false).ok());
+  ASSERT_TRUE(env_->LinkFile(P("a"), P("name")).ok());
+  EXPECT_EQ(env_->ReadFile(P("name")).value(), "first");
+  const Status again = env_->LinkFile(P("b"), P("name"));  // the name is taken: left alone
+  EXPECT_EQ(again.code(), StatusCode::kAborted) << again.ToString();
+  EXPECT_NE(again.message().find("name"), std::string::npos);
+  EXPECT_EQ(env_->ReadFile(P("name")).value(), "first");
+  ASSERT_TRUE(env_->RemoveFile(P("a")).ok());  // the other name keeps the bytes
+  EXPECT_EQ(env_->ReadFile(P("name")).value(), "first");
+  EXPECT_FALSE(env_->LinkFile(P("missing"), P("other")).ok());
+  EXPECT_FALSE(env_->FileExists(P("other")));
+}
+
 TEST_P(EnvTest, CreateExclusiveOnlyOnce) {
   EXPECT_TRUE(env_->CreateExclusive(P("claim")).ok());
   EXPECT_EQ(env_->CreateExclusive(P("claim")).code(), StatusCode::kAborted);
