@@ -30,6 +30,7 @@
 #include "cli/table.h"
 #include "trainscope/action_set.h"
 #include "trainscope/env.h"
+#include "trainscope/event_log.h"
 #include "trainscope/finding.h"
 #include "trainscope/hook_config.h"
 #include "trainscope/prometheus.h"
@@ -320,7 +321,8 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
 }
 
 // What the Prometheus endpoint shows under `run` besides the rules' statuses: each finding as
-// the rules append it to events.jsonl, and the training's last step and loss from the trial.
+// the rules append it to events.jsonl, each action outcome as the rule workers log it to
+// events.log.jsonl, and the training's last step and loss from the trial.
 class MetricsFeed {
  public:
   MetricsFeed(PrometheusExporter* metrics, std::string trial)
@@ -331,10 +333,36 @@ class MetricsFeed {
       ReadNewFindings(r.rule);
       if (auto st = RuleStatusFromName(r.status)) metrics_->SetRuleStatus(r.rule, *st);
     }
+    ReadNewActions();
     FollowTrial();
   }
 
  private:
+  // The actions run in the rule workers, which log each outcome to the trial's event log.
+  void ReadNewActions() {
+    if (log_broken_) return;
+    const std::string path = EventLog::PathFor(trial_path_);
+    for (;;) {
+      const uint64_t before = log_offset_;
+      std::vector<LoggedEvent> events;
+      Status s = ReadEvents(Env::Default(), path, &log_offset_, &events);
+      if (s.code() == StatusCode::kNotFound) return;  // nothing logged yet
+      if (!s.ok()) {
+        // Its lines are written whole by our workers: a bad one means someone else wrote there.
+        log_broken_ = true;
+        std::fprintf(stderr,
+                     "trainscope run: %s; trainscope_actions_total stops counting (the actions "
+                     "still run)\n",
+                     s.ToString().c_str());
+        return;
+      }
+      for (const LoggedEvent& e : events) {
+        if (e.action) metrics_->RecordAction(*e.action);
+      }
+      if (log_offset_ == before) return;
+    }
+  }
+
   void ReadNewFindings(const std::string& rule) {
     namespace fmt = rule_output_format;
     std::ifstream in(JoinPath(JoinPath(JoinPath(trial_path_, fmt::kRuleOutputDir), rule),
@@ -386,6 +414,8 @@ class MetricsFeed {
   std::string trial_path_;
   std::unique_ptr<Trial> trial_;
   std::map<std::string, std::streamoff> events_offset_;
+  uint64_t log_offset_ = 0;  // in events.log.jsonl
+  bool log_broken_ = false;
   int64_t loss_checked_step_ = -1, loss_step_ = -1;
 };
 

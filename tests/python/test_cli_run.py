@@ -167,7 +167,25 @@ def test_main_job_is_caught_explained_and_stopped_with_metrics(tmp_path):
     assert last[("trainscope_loss_step", ())] > 0
     assert last[("trainscope_rule_findings_total", (("rule", rule),))] >= 1
     assert last[("trainscope_stop_requested", ())] == 1
+    # The stop action ran in the rule's worker; its outcome reached the supervisor's endpoint.
+    assert last[("trainscope_actions_total", (("action", "stop"), ("result", "done")))] >= 1
     assert last[("trainscope_rule_status", (("rule", rule), ("status", "IssuesFound")))] == 1
+
+
+def test_a_corrupt_event_log_is_named_and_the_run_goes_on(tmp_path):
+    # Somebody else's line in rule-output/events.log.jsonl: the metrics feed says which file and
+    # byte, stops counting actions, and the run (training and endpoint) carries on.
+    trial = tmp_path / "corrupt"
+    (trial / "rule-output").mkdir(parents=True)
+    (trial / "rule-output" / "events.log.jsonl").write_text("this is not JSON\n")
+    p = subprocess.run(_run_argv(trial, "--json", "--metrics-port", "0",
+                                 code="import time; time.sleep(1)"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert _summary(p.stdout)["training_exit_code"] == 0
+    assert "events.log.jsonl at byte 0" in p.stderr, p.stderr
+    assert "trainscope_actions_total stops counting" in p.stderr
+    assert p.stderr.count("stops counting") == 1  # said once, not at every poll
 
 
 # ---- rule workers that die or hang ------------------------------------------------------------
