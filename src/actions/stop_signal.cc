@@ -181,17 +181,10 @@ Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopReque
   // Without hard links, a rename (a raiser that passed the check above at the same moment as
   // another may then replace its reason).
   Status s = env->LinkFile(tmp, path);
-  if (s.code() == StatusCode::kAborted) s = Status::OK();  // another reason won the race
-  if (s.code() == StatusCode::kNotSupported) {
-    s = env->RenameFile(tmp, path);
-  } else {
-    env->RemoveFile(tmp);
-  }
-  if (!s.ok()) {
-    env->RemoveFile(tmp);
-    return s.WithContext("stop signal: publishing " + path);
-  }
-  return Status::OK();
+  if (s.code() == StatusCode::kNotSupported) s = env->RenameFile(tmp, path);
+  (void)env->RemoveFile(tmp);  // the temporary name (gone already after a rename)
+  if (s.code() == StatusCode::kAborted) return Status::OK();  // another reason won the race
+  return s.WithContext("stop signal: publishing " + path);
 }
 
 Status StopSignal::Clear(Env* env, const std::string& trial_dir) {

@@ -197,15 +197,13 @@ class HoldFirstRaiserEnv : public FaultInjectionEnv {
  public:
   using FaultInjectionEnv::FaultInjectionEnv;
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    bool first;
     {
-      std::lock_guard<std::mutex> l(mu_);
-      first = !seen_first_;
-      seen_first_ = true;
-    }
-    if (first) {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::seconds(10), [&] { return released_; });
+      if (!seen_first_) {
+        seen_first_ = true;
+        cv_.notify_all();
+        cv_.wait_for(l, std::chrono::seconds(10), [&] { return released_; });
+      }
     }
     return FaultInjectionEnv::NewWritableFile(path);
   }
@@ -215,13 +213,8 @@ class HoldFirstRaiserEnv : public FaultInjectionEnv {
     cv_.notify_all();
   }
   void WaitFirst() {
-    for (int i = 0; i < 10000; ++i) {
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (seen_first_) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::seconds(10), [&] { return seen_first_; });
   }
 
  private:
