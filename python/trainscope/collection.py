@@ -1,15 +1,20 @@
 """Collection: a named group of tensors with its own save and reduction configs (smdebug's API).
 
 A trial's collections come from its collections files (``collections/000000000/
-<worker>_collections.json``); ``Collection.from_dict`` reads one entry of that file.
+<worker>_collections.json``); ``Collection.from_dict`` reads one entry of that file, and
+``CollectionManager`` reads or writes a whole file.
 """
 
 import json
+import os
 import re
 
-from .exceptions import SMDebugTypeError
+from .exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugValueError
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
+
+# Where a trial keeps its collections files (smdebug's layout; docs/formats/trial.md).
+COLLECTIONS_DIR = os.path.join("collections", "000000000")
 
 
 class CollectionKeys:
@@ -129,3 +134,103 @@ def collections_file_json(collections, num_workers=1):
         collections = collections.values()
     body = {c.name: c.to_json_dict() for c in collections}
     return json.dumps({"collections": body, "_meta": {"num_workers": int(num_workers)}})
+
+
+class CollectionManager:
+    """A set of collections by name, with the collections file's ``_meta`` (smdebug's
+    CollectionManager: what tests and tools use to write or read a collections file).
+
+    ``export(trial_dir, filename)`` writes ``<trial_dir>/collections/000000000/<filename>``
+    atomically; ``load(path)`` / ``load_from_string(text)`` read one. Not thread-safe.
+    """
+
+    ALLOWED_PARAMS = ("collections", "_meta")
+
+    def __init__(self, collections=None, create_default=False):
+        self.collections = {} if collections is None else collections
+        self._meta = {"num_workers": 1}
+        if create_default:
+            self.create_collection(CollectionKeys.DEFAULT)
+
+    def create_collection(self, name, cls=Collection):
+        if name not in self.collections:
+            self.collections[name] = cls(name)
+
+    def get_collections(self):
+        return self.collections
+
+    def add(self, arg):
+        """Adds a Collection (replacing one of the same name) or a new empty one by name."""
+        if isinstance(arg, str):
+            self.create_collection(arg)
+        elif hasattr(arg, "name") and hasattr(arg, "to_json_dict"):
+            self.collections[arg.name] = arg
+        else:
+            raise SMDebugTypeError(f"add() takes a collection name or a Collection, not {arg!r}")
+
+    def get(self, name, create=True):
+        """The named collection, created empty if missing (KeyError-like error if create=False)."""
+        if name not in self.collections:
+            if not create:
+                raise SMDebugValueError(f"Collection {name} has not been created")
+            self.create_collection(name)
+        return self.collections[name]
+
+    def update_meta(self, meta):
+        if not isinstance(meta, dict):
+            raise SMDebugTypeError(f"meta should be a dict, got {type(meta)}")
+        self._meta.update(meta)
+
+    def get_num_workers(self):
+        return int(self._meta["num_workers"])
+
+    def set_num_workers(self, num_workers):
+        self._meta["num_workers"] = int(num_workers)
+
+    def to_json_dict(self):
+        return {
+            "collections": {n: c.to_json_dict() for n, c in self.collections.items()},
+            "_meta": dict(self._meta),
+        }
+
+    def export(self, out_dir, filename):
+        """Writes the collections file `filename` of the trial at `out_dir` (complete or not at
+        all: written to a temporary name, then renamed)."""
+        if str(out_dir).startswith("s3://"):
+            raise SMDebugNotImplementedError(f"{out_dir}: s3:// trials are not supported yet")
+        folder = os.path.join(out_dir, COLLECTIONS_DIR)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, filename)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(json.dumps(self.to_json_dict()))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, filename, collection_class=Collection):
+        with open(filename) as f:
+            return cls.load_from_string(f.read(), collection_class)
+
+    @classmethod
+    def load_from_string(cls, s, collection_class=Collection):
+        params = json.loads(s)
+        if params is None:
+            return None
+        unknown = [k for k in params if k not in cls.ALLOWED_PARAMS]
+        if unknown:
+            raise SMDebugValueError(
+                f"a collections file has only the keys {', '.join(cls.ALLOWED_PARAMS)}; "
+                f"found {', '.join(unknown)}")
+        cm = cls()
+        for c_dict in params.get("collections", {}).values():
+            cm.add(collection_class.from_dict(c_dict))
+        cm.update_meta(params.get("_meta", {}))
+        return cm
+
+    def __eq__(self, other):
+        if not isinstance(other, CollectionManager):
+            return NotImplemented
+        return self.collections == other.collections
+
+    def __repr__(self):
+        return f"<class CollectionManager: collection_names={list(self.collections.keys())}>"

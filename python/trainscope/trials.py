@@ -82,6 +82,26 @@ def create_trial(
     )
 
 
+def training_has_ended(trial_prefix):
+    """Marks the trial at `trial_prefix` as finished: writes its end marker
+    (training_job_end.ts, empty), creating the folder if needed. What a writer does when it
+    closes; readers then stop waiting for more steps. Idempotent."""
+    trial_prefix = str(trial_prefix)
+    if trial_prefix.startswith("s3://"):
+        raise ex.SMDebugNotImplementedError(f"{trial_prefix}: s3:// trials are not supported yet")
+    os.makedirs(trial_prefix, exist_ok=True)
+    path = os.path.join(trial_prefix, END_OF_JOB_FILE)
+    if not os.path.exists(path):
+        tmp = f"{path}.tmp{os.getpid()}"
+        open(tmp, "w").close()
+        os.replace(tmp, path)
+
+
+def has_training_ended(trial_prefix):
+    """True if the trial at `trial_prefix` has its end marker (training_job_end.ts)."""
+    return os.path.exists(os.path.join(str(trial_prefix), END_OF_JOB_FILE))
+
+
 class Trial:
     """A trial being read; see create_trial. Thread-safe as the C++ Trial is, except `cache`."""
 
@@ -392,7 +412,18 @@ class Trial:
 
 
 class LocalTrial(Trial):
-    """A trial in a local folder."""
+    """A trial in a local folder: ``LocalTrial(name, dirname, range_steps=None, parallel=True,
+    check=False, index_mode=True, cache=False)`` as smdebug's (``path=`` is accepted for
+    ``dirname``); the keywords after those are Trial's."""
+
+    def __init__(self, name, dirname=None, *args, path=None, **kwargs):
+        if dirname is None:
+            dirname = path
+        elif path is not None:
+            raise TypeError("LocalTrial() takes dirname or path, not both")
+        if dirname is None:
+            raise TypeError("LocalTrial() missing the trial folder: pass dirname=")
+        super().__init__(name, str(dirname), *args, **kwargs)
 
 
 def _collection_from_core(c):
@@ -427,3 +458,12 @@ def _flatten(items):
 def _natural_key(name):
     """Orders 'x_2' before 'x_10'."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def no_refresh(trials):
+    """smdebug's analysis.utils.no_refresh: a context manager under which the trial (or list of
+    trials) does not refresh. trainscope's reader refreshes only when asked for steps it does not
+    have, so this only sets ``dynamic_refresh`` as smdebug's does."""
+    from .rules.rule import _no_refresh
+
+    return _no_refresh(trials if isinstance(trials, (list, tuple)) else [trials])

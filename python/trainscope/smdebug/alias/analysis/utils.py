@@ -1,0 +1,3 @@
+"""smdebug.analysis.utils."""
+
+from trainscope.trials import no_refresh  # noqa: F401

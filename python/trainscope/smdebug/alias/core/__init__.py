@@ -1,0 +1,1 @@
+"""smdebug.core: its modules alias trainscope's."""

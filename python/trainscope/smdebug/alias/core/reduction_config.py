@@ -1,0 +1,3 @@
+"""smdebug.core.reduction_config."""
+
+from trainscope.reduction_config import ALLOWED_NORMS, ALLOWED_REDUCTIONS, ReductionConfig  # noqa: F401

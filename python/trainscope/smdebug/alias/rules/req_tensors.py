@@ -1,0 +1,3 @@
+"""smdebug.rules.req_tensors."""
+
+from trainscope.rules.req_tensors import RequiredTensors, RequiredTensorsForTrial  # noqa: F401

@@ -1,0 +1,3 @@
+"""smdebug.rules.rule."""
+
+from trainscope.rules.rule import Rule  # noqa: F401

@@ -1,0 +1,3 @@
+"""smdebug.rules.rule_invoker."""
+
+from trainscope.rules.rule_invoker import invoke_rule  # noqa: F401

@@ -1,0 +1,3 @@
+"""smdebug.trials.trial."""
+
+from trainscope.trials import Trial  # noqa: F401

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Runs smdebug's own tests against trainscope and beside smdebug itself, and prints, per test
+# file, how many tests each passed.
+#
+#   scripts/smdebug-suite.sh SMDEBUG_SRC [TEST_DIR_OR_FILE...]
+#
+# SMDEBUG_SRC is a source checkout of awslabs/sagemaker-debugger (only its tests/ folder is
+# used; it is copied to a scratch folder, so the checkout is not changed and its smdebug/ source
+# is never imported). The default tests are tests/pytorch tests/core tests/analysis.
+#
+# - "smdebug" side: `python -m pytest FILE` with the smdebug installed in the environment (the
+#   venv has smdebug 1.0.34 as a test oracle); skipped, shown as "-", if none is installed.
+# - "trainscope" side: `python -m trainscope.smdebug --force -m pytest FILE`: every
+#   `import smdebug...` resolves to trainscope's alias modules (docs/compat.md).
+#
+# Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_TIMEOUT (seconds per file and
+# side, default 300), SMDEBUG_SUITE_WORK (scratch folder, default a new one under /tmp; the
+# junit XML and logs of every run stay there). Exit status 0 when the table was printed.
+set -euo pipefail
+
+usage() { echo "usage: $0 SMDEBUG_SRC [TEST_DIR_OR_FILE...]" >&2; exit 2; }
+[[ $# -ge 1 ]] || usage
+SRC=$(cd "$1" && pwd) || usage
+shift
+[[ -d "$SRC/tests" ]] || { echo "$SRC has no tests/ folder: pass a sagemaker-debugger checkout" >&2; exit 2; }
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+TIMEOUT=${SMDEBUG_SUITE_TIMEOUT:-300}
+WORK=${SMDEBUG_SUITE_WORK:-$(mktemp -d /tmp/smdebug-suite.XXXXXX)}
+TARGETS=("$@")
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(tests/pytorch tests/core tests/analysis)
+
+rm -rf "$WORK/tests" "$WORK/results"
+mkdir -p "$WORK/results/smdebug" "$WORK/results/trainscope"
+cp -r "$SRC/tests" "$WORK/tests"
+
+cd "$WORK"
+FILES=()
+for t in "${TARGETS[@]}"; do
+  if [[ -d "$t" ]]; then
+    while IFS= read -r f; do FILES+=("$f"); done < <(find "$t" -name 'test_*.py' | sort)
+  elif [[ -f "$t" ]]; then
+    FILES+=("$t")
+  else
+    echo "no $t in $SRC" >&2; exit 2
+  fi
+done
+
+HAVE_SMDEBUG=1
+if ! (cd / && "$PY" -c 'import smdebug' 2>/dev/null); then
+  HAVE_SMDEBUG=0
+  echo "no smdebug installed for $PY: the smdebug column is left empty" >&2
+fi
+
+run_side() {  # side file
+  local side=$1 file=$2 key
+  key=$(echo "$file" | tr '/' '_')
+  local cmd=("$PY")
+  [[ $side == trainscope ]] && cmd+=(-m trainscope.smdebug --force)
+  cmd+=(-m pytest -q -rfE --tb=short -p no:cacheprovider -p no:warnings --junitxml="results/$side/$key.xml" "$file")
+  echo "[$side] $file" >&2
+  timeout -k 10 "$TIMEOUT" "${cmd[@]}" >"results/$side/$key.log" 2>&1 || true
+}
+
+for f in "${FILES[@]}"; do
+  [[ $HAVE_SMDEBUG == 1 ]] && run_side smdebug "$f"
+  run_side trainscope "$f"
+done
+
+"$PY" - "$WORK/results" "${FILES[@]}" <<'EOF'
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+results, files = sys.argv[1], sys.argv[2:]
+
+
+def outcomes(side, file):
+    """{test id: 'pass' | 'fail' | 'skip'}, or None if the run left no report (crash, timeout)."""
+    path = os.path.join(results, side, file.replace("/", "_") + ".xml")
+    if not os.path.exists(path):
+        return None
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        kinds = {child.tag for child in case}
+        out[name] = ("fail" if kinds & {"failure", "error"} else
+                     "skip" if "skipped" in kinds else "pass")
+    return out
+
+
+def cell(res):
+    if res is None:
+        return "no report"
+    passed = sum(v == "pass" for v in res.values())
+    failed = sum(v == "fail" for v in res.values())
+    return f"{passed} pass / {failed} fail"
+
+
+rows, only_smdebug, only_trainscope = [], [], []
+tot = {"smdebug": 0, "trainscope": 0, "tests": 0}
+for f in files:
+    sm, ts = outcomes("smdebug", f), outcomes("trainscope", f)
+    names = set(sm or {}) | set(ts or {})
+    tot["tests"] += len(names)
+    for side, res in (("smdebug", sm), ("trainscope", ts)):
+        tot[side] += sum(v == "pass" for v in (res or {}).values())
+    for n in sorted(names):
+        a, b = (sm or {}).get(n), (ts or {}).get(n)
+        if a == "pass" and b != "pass":
+            only_smdebug.append(n)
+        elif b == "pass" and a != "pass" and sm is not None:
+            only_trainscope.append(n)
+    rows.append((f, len(names), "-" if sm is None and not os.listdir(os.path.join(results, "smdebug"))
+                 else cell(sm), cell(ts)))
+
+w = max(len(r[0]) for r in rows)
+print(f"{'file':<{w}}  {'tests':>5}  {'smdebug':<18}  trainscope")
+for f, n, a, b in rows:
+    print(f"{f:<{w}}  {n:>5}  {a:<18}  {b}")
+print(f"{'total passed':<{w}}  {tot['tests']:>5}  {tot['smdebug']:<18}  {tot['trainscope']}")
+if only_smdebug:
+    print("\npassed by smdebug only:")
+    print("\n".join("  " + n for n in only_smdebug))
+if only_trainscope:
+    print("\npassed by trainscope only:")
+    print("\n".join("  " + n for n in only_trainscope))
+print(f"\nlogs and junit XML: {results}")
+EOF
