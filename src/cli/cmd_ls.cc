@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "cli/trial_folder.h"
 #include "trainscope/trial.h"
 
 namespace trainscope::cli {
@@ -28,10 +29,30 @@ int RunLs(const LsOptions& o) {
                  o.mode.c_str());
     return kExitUsage;
   }
+  // Without --wait, a folder that is no trial at all is said to be one, with the way to wait.
+  const std::string wait_hint = "; if a training is about to write there, wait for it with "
+                                "`trainscope ls " + o.dir + " --wait SECONDS`";
+  if (o.wait_s <= 0) {
+    if (Status s = CheckTrialFolder(o.dir); !s.ok()) {
+      std::fprintf(stderr, "trainscope ls: %s%s\n", EscapeForTerminal(s.message()).c_str(),
+                   EscapeForTerminal(wait_hint).c_str());
+      return kExitFailure;
+    }
+  }
   auto trial = Trial::OpenWhenReady(
       o.dir, {}, std::chrono::milliseconds(static_cast<int64_t>(o.wait_s * 1000)));
   if (!trial.ok()) {
-    std::fprintf(stderr, "trainscope ls: %s\n", trial.status().ToString().c_str());
+    std::string message = trial.status().ToString();
+    if (trial.status().code() == StatusCode::kUnavailable) {
+      // Still nothing to read after the wait: say what is missing, in command-line terms.
+      Status s = CheckTrialFolder(o.dir);
+      message = s.ok() ? o.dir + " holds no saved step yet (no collections file: the training "
+                                 "has not saved its first step)"
+                       : s.message();
+      if (o.wait_s > 0) message += "; waited " + FormatDuration(o.wait_s);
+      message += wait_hint;
+    }
+    std::fprintf(stderr, "trainscope ls: %s\n", EscapeForTerminal(message).c_str());
     return kExitFailure;
   }
   Trial& t = **trial;
@@ -74,12 +95,12 @@ int RunLs(const LsOptions& o) {
   }
   j["tensors"] = tensors;
   if (o.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return kExitOk;
   }
-  std::cout << "trial   " << t.path() << (t.training_ended() ? "  (training ended)" : "  (in progress)")
+  std::cout << "trial   " << EscapeForTerminal(t.path()) << (t.training_ended() ? "  (training ended)" : "  (in progress)")
             << "\nworkers ";
-  for (const auto& w : t.workers()) std::cout << w << " ";
+  for (const auto& w : t.workers()) std::cout << EscapeForTerminal(w) << " ";
   std::cout << "\n";
   for (auto& [m, st] : steps.items()) {
     auto v = st.get<std::vector<int64_t>>();
@@ -87,7 +108,7 @@ int RunLs(const LsOptions& o) {
     if (!v.empty()) std::cout << " (" << v.front() << " .. " << v.back() << ")";
     std::cout << "\n";
   }
-  std::cout << "\n" << table.Render(60);
+  std::cout << "\n" << table.Render(60, OutputWidth());
   std::cout << table.size() << " tensors (" << ModeName(*mode) << " steps)\n";
   return kExitOk;
 }
@@ -101,7 +122,10 @@ void RegisterLs(CLI::App& app, int* exit_code) {
   cmd->add_option("--mode", o->mode, "Steps of this mode: TRAIN, EVAL, PREDICT or GLOBAL");
   cmd->add_option("--regex", o->regex, "Only tensors whose name matches this regex");
   cmd->add_option("--collection", o->collection, "Only tensors of this collection");
-  cmd->add_option("--wait", o->wait_s, "Wait up to this many seconds for the trial to appear");
+  cmd->add_option("--wait", o->wait_s,
+                  "Wait up to this many seconds for the trial to appear (the folder, and the "
+                  "training's first saved step)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print JSON instead of a table");
   cmd->callback([o, exit_code] { *exit_code = RunLs(*o); });
 }

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/rule_spec.h"
+#include "cli/table.h"
 #include "trainscope/action_set.h"
 #include "trainscope/env.h"
 #include "trainscope/event_log.h"
@@ -32,8 +33,10 @@ struct WorkerOptions {
 };
 
 // Writes a final status for a rule that never got to run (no trial data, bad rule).
+// `parameters`: the rule's parameters in effect, when it was created (status.json's
+// "parameters", as the runner writes them).
 void WriteFinalStatus(const std::string& dir, const std::string& rule, const std::string& status,
-                      const std::string& message) {
+                      const std::string& message, const RuleParams& parameters = {}) {
   namespace fmt = rule_output_format;
   Env* env = Env::Default();
   std::string out = JoinPath(JoinPath(dir, fmt::kRuleOutputDir), rule);
@@ -42,6 +45,11 @@ void WriteFinalStatus(const std::string& dir, const std::string& rule, const std
                    {"message", message},             {"trial", dir},   {"finished", true},
                    {"steps_evaluated", 0},           {"last_step", -1}, {"findings", 0},
                    {"first_finding_step", -1},       {"updated_us", env->NowMicros()}};
+  if (!parameters.empty()) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [k, v] : parameters) params[k] = v;
+    j["parameters"] = params;
+  }
   (void)env->WriteFileAtomic(JoinPath(out, fmt::kStatusFile), j.dump(2) + "\n", false);
 }
 
@@ -141,9 +149,9 @@ int RunWorker(const WorkerOptions& o) {
   if (profiler) {
     auto r = OpenProfilerStub(env, o.dir, spec->name, &stub);
     if (!r.ok()) {
-      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message());
+      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message(), (*rule)->Parameters());
       std::fprintf(stderr, "trainscope rule-worker %s: %s\n", spec->name.c_str(),
-                   r.status().message().c_str());
+                   EscapeForTerminal(r.status().message()).c_str());
       return kExitFailure;
     }
     runner = std::move(*r);
@@ -157,16 +165,17 @@ int RunWorker(const WorkerOptions& o) {
     }
     const bool ended = env->FileExists(JoinPath(o.dir, trial_format::kEndOfJobFile));
     if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kNotFound) {
-      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message());
+      WriteFinalStatus(o.dir, spec->name, "Error", r.status().message(), (*rule)->Parameters());
       std::fprintf(stderr, "trainscope rule-worker %s: %s\n", spec->name.c_str(),
-                   r.status().message().c_str());
+                   EscapeForTerminal(r.status().message()).c_str());
       return kExitFailure;
     }
     if (ended || stop) {
       WriteFinalStatus(o.dir, spec->name, ended ? "Error" : "Stopped",
                        "No debugging data was saved by the training: check that the training "
                        "script creates a trainscope hook (e.g. Hook.create_from_json_file()) and "
-                       "registers its model");
+                       "registers its model",
+                       (*rule)->Parameters());
       return ended ? kExitFailure : kExitOk;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -183,7 +192,7 @@ int RunWorker(const WorkerOptions& o) {
   if (!spec->actions.empty()) all_actions += (all_actions.empty() ? "" : ";") + spec->actions;
   auto actions = ActionSet::Create(all_actions, ActionContext{env, o.dir, log, nullptr});
   if (!actions.ok()) {
-    WriteFinalStatus(o.dir, spec->name, "Error", actions.status().message());
+    WriteFinalStatus(o.dir, spec->name, "Error", actions.status().message(), (*rule)->Parameters());
     std::fprintf(stderr, "trainscope rule-worker: %s\n", actions.status().message().c_str());
     return kExitUsage;
   }
@@ -193,7 +202,7 @@ int RunWorker(const WorkerOptions& o) {
     auto finding = FindingFromJson(json);
     if (!finding.ok()) {
       std::fprintf(stderr, "trainscope: cannot hand a finding of %s to actions: %s\n",
-                   f.rule.c_str(), finding.status().message().c_str());
+                   f.rule.c_str(), EscapeForTerminal(finding.status().message()).c_str());
       return;
     }
     (void)action_set->Dispatch(*finding);
@@ -209,7 +218,9 @@ int RunWorker(const WorkerOptions& o) {
   Status s = profiler ? RunProfilerStub(env, o.dir, stub, runner.get()) : runner->Run();
   live_runner = nullptr;
   action_set->Close(std::chrono::seconds(10));
-  if (!s.ok()) std::fprintf(stderr, "trainscope rule-worker: %s\n", s.ToString().c_str());
+  if (!s.ok()) {
+    std::fprintf(stderr, "trainscope rule-worker: %s\n", EscapeForTerminal(s.ToString()).c_str());
+  }
   for (const auto& st : runner->states()) {
     if (st.status == RuleEvaluationStatus::kIssuesFound) return kExitIssuesFound;
     if (st.status == RuleEvaluationStatus::kError) return kExitFailure;

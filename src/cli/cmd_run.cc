@@ -8,6 +8,7 @@
 //      prints a summary (or JSON). The exit code says what happened (commands.h).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -33,6 +35,7 @@
 #include "trainscope/event_log.h"
 #include "trainscope/finding.h"
 #include "trainscope/hook_config.h"
+#include "trainscope/profiler_format.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
@@ -61,8 +64,69 @@ struct RunOptions {
   double rules_timeout_s = 60;
   double stop_grace_s = 30;
   bool json = false;
+  std::string json_out;  // also write the JSON summary to this file
   std::vector<std::string> command;
+  // Which options were given on the command line (a default is not checked like a value).
+  bool save_interval_given = false;
+  bool metrics_port_given = false;
 };
+
+std::string FormatSeconds(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+// Every option checked before anything starts: InvalidArgument naming the option, the value
+// and what is allowed. Actions are built once (and closed) so that a missing parameter (a
+// webhook without url) is found here and not when a rule first fires.
+Status ValidateRunOptions(const RunOptions& o) {
+  if (o.save_interval_given && o.save_interval < 1) {
+    return Status::InvalidArgument(
+        "--save-interval " + std::to_string(o.save_interval) +
+        ": must be at least 1 (save the rules' collections every N steps; leave it out for "
+        "each rule's own interval)");
+  }
+  if (o.metrics_port_given && (o.metrics_port < 0 || o.metrics_port > 65535)) {
+    return Status::InvalidArgument("--metrics-port " + std::to_string(o.metrics_port) +
+                                   ": must be 0 to 65535 (0: any free port; leave it out for "
+                                   "no metrics endpoint)");
+  }
+  if (!(o.rules_timeout_s > 0) || !std::isfinite(o.rules_timeout_s)) {
+    return Status::InvalidArgument("--rules-timeout " + FormatSeconds(o.rules_timeout_s) +
+                                   ": must be more than 0 seconds (how long the rules may take "
+                                   "after the training ends)");
+  }
+  if (!(o.stop_grace_s >= 0) || !std::isfinite(o.stop_grace_s)) {
+    return Status::InvalidArgument("--stop-grace " + FormatSeconds(o.stop_grace_s) +
+                                   ": must be 0 or more seconds (how long a stopped training "
+                                   "gets before SIGTERM)");
+  }
+  if (o.system_interval_ms < profiler_format::kMinSystemIntervalMillis ||
+      o.system_interval_ms > profiler_format::kMaxSystemIntervalMillis) {
+    return Status::InvalidArgument("--system-interval-ms " +
+                                   std::to_string(o.system_interval_ms) + ": must be " +
+                                   std::to_string(profiler_format::kMinSystemIntervalMillis) +
+                                   " to " +
+                                   std::to_string(profiler_format::kMaxSystemIntervalMillis) +
+                                   " ms");
+  }
+  for (const auto& a : o.actions) {
+    ActionContext context;
+    context.trial_dir = o.out;
+    auto set = ActionSet::Create(a, context);
+    if (!set.ok()) return Status::InvalidArgument("--action " + a + ": " + set.status().message());
+  }
+  if (!o.json_out.empty()) {
+    const auto slash = o.json_out.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : o.json_out.substr(0, slash + 1);
+    if (!Env::Default()->IsDirectory(dir)) {
+      return Status::InvalidArgument("--json-out " + o.json_out + ": its folder " + dir +
+                                     " does not exist");
+    }
+  }
+  return Status::OK();
+}
 
 std::string DefaultOutDir() {
   char buf[64];
@@ -107,7 +171,14 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
       if (o.save_interval > 0) c.save_interval = o.save_interval;
       collections->push_back(std::move(c));
     }
-    if (!s.actions.empty()) TS_RETURN_IF_ERROR(ParseActionSpecs(s.actions).status());
+    if (!s.actions.empty()) {
+      ActionContext context;
+      context.trial_dir = o.out;
+      if (auto set = ActionSet::Create(s.actions, context); !set.ok()) {
+        return Status::InvalidArgument("--rule " + FormatRuleSpec(s) + ": " +
+                                       set.status().message());
+      }
+    }
   }
   for (const auto& a : o.actions) TS_RETURN_IF_ERROR(ParseActionSpecs(a).status());
   return unique;
@@ -139,7 +210,15 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
     const std::string where = "--hook-config " + user_file;
     std::ifstream in(user_file);
     if (!in) return Status::NotFound(where + ": cannot read it: " + std::strerror(errno));
-    auto user = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json user;
+    try {
+      user = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      // nlohmann says "[json.exception.parse_error.101] parse error at line L, column C: ...".
+      std::string what = e.what();
+      if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+      return Status::InvalidArgument(where + ": not valid JSON: " + what);
+    }
     if (!user.is_object()) {
       return Status::InvalidArgument(where + ": not a JSON object (smdebug's hook configuration: "
                                      "{\"HookParameters\": {...}, \"CollectionConfigurations\": "
@@ -198,6 +277,7 @@ struct SpawnMode {
   bool own_group = false;       // in a process group of its own (signals to -pid reach its tree)
   bool foreground = false;      // and that group becomes the terminal's foreground (stdin)
   bool die_with_parent = false;  // SIGTERM when trainscope dies (a rule worker has no other use)
+  bool stdout_to_stderr = false;  // its stdout is trainscope's stderr (`run --json`)
 };
 
 // Forks and execs argv with `env_add` added to the environment.
@@ -211,6 +291,7 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     if (getppid() != parent) _exit(1);  // the parent died before prctl
   }
   if (mode.own_group) setpgid(0, 0);
+  if (mode.stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
   // Also done by the parent (whichever runs first): the training must own the terminal before
   // it reads from it (pdb, input()), or it is stopped by SIGTTIN.
   if (mode.foreground) tcsetpgrp(STDIN_FILENO, getpid());
@@ -242,8 +323,8 @@ class LiveView {
     std::string text;
     for (const auto& r : rules) {
       char line[256];
-      std::snprintf(line, sizeof(line), "  %-26s %-14s step %-8s findings %lld", r.rule.c_str(),
-                    r.status.c_str(), r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
+      std::snprintf(line, sizeof(line), "  %-26s %-14s step %-8s findings %lld",
+                    EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.status).c_str(), r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
                     static_cast<long long>(r.findings));
       text += line;
       text += "\n";
@@ -261,7 +342,8 @@ class LiveView {
       for (const auto& r : rules) {
         auto& last = last_status_[r.rule];
         if (last != r.status) {
-          std::fprintf(stderr, "trainscope: %s: %s%s\n", r.rule.c_str(), r.status.c_str(),
+          std::fprintf(stderr, "trainscope: %s: %s%s\n", EscapeForTerminal(r.rule).c_str(),
+                       EscapeForTerminal(r.status).c_str(),
                        r.first_finding_step >= 0
                            ? (" at step " + std::to_string(r.first_finding_step)).c_str()
                            : "");
@@ -298,8 +380,9 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   const std::string path = JoinPath(dir, fmt::kStatusFile);
   nlohmann::json j = nlohmann::json::object();
   if (auto old = ReadJsonFile(path); old && old->is_object()) j = std::move(*old);
-  const std::string status = j.value("status", "");
-  if (j.value("finished", false) || status == "Error" || status == "Stopped") return;
+  const std::string status = JsonString(j, "status");
+  const bool finished = j.contains("finished") && j["finished"].is_boolean() && j["finished"].get<bool>();
+  if (finished || status == "Error" || status == "Stopped") return;
   const auto now = static_cast<int64_t>(env->NowMicros());
   j["version"] = fmt::kStatusVersion;
   j["rule"] = rule;
@@ -443,12 +526,70 @@ void StopWorkers(std::map<pid_t, const RuleSpec*>* workers, double timeout_s, On
   workers->clear();
 }
 
+// The output folder is owned by one `trainscope run` at a time: an exclusive flock(2) on
+// <out>/.trainscope/run.lock, held (close-on-exec, so not by the training) until the supervisor
+// exits; the file names the owner (docs/formats/trial.md, "Ownership"). Returns the descriptor
+// to keep open, or Unavailable naming the owner when another run holds it.
+Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out,
+                             const std::vector<std::string>& command) {
+  const std::string path = JoinPath(meta_dir, "run.lock");
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string owner;
+    char buf[4096];
+    const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) {
+      return Status::IOError("cannot lock " + path + ": " + std::strerror(err));
+    }
+    auto j = nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), nullptr,
+                                   false);
+    if (j.is_object()) {
+      owner = "pid " + std::to_string(JsonInt(j, "pid", -1)) + " on " + JsonString(j, "host", "?") +
+              ", started " + JsonString(j, "started", "?");
+      if (j.contains("command") && j["command"].is_array()) {
+        std::string cmd;
+        for (const auto& a : j["command"]) cmd += (cmd.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : a.dump());
+        owner += ", running: " + cmd;
+      }
+    } else {
+      owner = "its owner has not written its name yet";
+    }
+    return Status::Unavailable(
+        out + " is in use by another `trainscope run` (" + owner + "; lock " + path +
+        "): one run writes a trial at a time; wait for it to end or choose another --out (the "
+        "workers of one multi-process training all write through the one run that started "
+        "them)");
+  }
+  char host[256] = "?";
+  (void)gethostname(host, sizeof(host) - 1);
+  const auto now = static_cast<int64_t>(Env::Default()->NowMicros());
+  nlohmann::json j{{"pid", static_cast<int64_t>(getpid())},
+                   {"host", host},
+                   {"started", FormatTimeUtc(now)},
+                   {"command", command}};
+  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) < 0) {
+    std::fprintf(stderr, "trainscope run: cannot write the owner to %s: %s (the lock holds)\n",
+                 path.c_str(), std::strerror(errno));
+  }
+  return fd;
+}
+
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal = sig; }
 
 int RunRun(RunOptions o) {
   if (o.command.empty()) {
     std::fprintf(stderr, "trainscope run: no command: write `trainscope run [options] -- python train.py`\n");
+    return kExitUsage;
+  }
+  if (Status s = ValidateRunOptions(o); !s.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", s.message().c_str());
     return kExitUsage;
   }
   std::vector<CollectionRequest> collections;
@@ -474,6 +615,12 @@ int RunRun(RunOptions o) {
   }
   if (realpath(o.out.c_str(), abs) != nullptr) o.out = abs;
   meta = JoinPath(o.out, ".trainscope");
+  auto lock_fd = LockOutputFolder(meta, o.out, o.command);
+  if (!lock_fd.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", lock_fd.status().message().c_str());
+    return lock_fd.status().code() == StatusCode::kUnavailable ? kExitUsage : kExitFailure;
+  }
+  // Held until this process exits (the descriptor is never closed before that).
   const std::string hook_config = JoinPath(meta, "hook_config.json");
   const std::string profiler_config = JoinPath(meta, "profiler_config.json");
   (void)StopSignal::Clear(env, o.out);
@@ -508,7 +655,9 @@ int RunRun(RunOptions o) {
     std::fprintf(stderr, "\n");
   }
   const auto start = Clock::now();
-  pid_t child = Spawn(o.command, env_add, SpawnMode{.own_group = true, .foreground = foreground});
+  pid_t child = Spawn(o.command, env_add,
+                      SpawnMode{.own_group = true, .foreground = foreground,
+                                .stdout_to_stderr = o.json});
   if (child < 0) {
     std::fprintf(stderr, "trainscope run: fork failed: %s\n", std::strerror(errno));
     return kExitFailure;
@@ -553,7 +702,9 @@ int RunRun(RunOptions o) {
       argv.push_back("--action");
       argv.push_back(a);
     }
-    workers[Spawn(argv, {}, SpawnMode{.own_group = true, .die_with_parent = true})] = &s;
+    workers[Spawn(argv, {},
+                  SpawnMode{.own_group = true, .die_with_parent = true,
+                            .stdout_to_stderr = o.json})] = &s;
   }
   // A worker's end: anything but "no issues" (0) or "issues found" (3) is a failure unless the
   // worker wrote its own final status.
@@ -638,40 +789,50 @@ int RunRun(RunOptions o) {
   } else {
     code = RulesExitCode(statuses);
   }
+  nlohmann::json summary{{"trial", o.out},
+                         {"command", o.command},
+                         {"training_exit_code", training_code},
+                         {"seconds", elapsed},
+                         {"exit_code", code},
+                         {"rules", StatusesJson(statuses)},
+                         {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
+  if (!o.json_out.empty()) {
+    if (Status s = env->WriteFileAtomic(o.json_out, DumpJson(summary) + "\n", false); !s.ok()) {
+      std::fprintf(stderr, "trainscope run: --json-out: %s\n", s.ToString().c_str());
+    }
+  }
+  for (const auto& r : statuses) {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "trainscope run: rule %s: its status file %s\n",
+                   EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.error).c_str());
+    }
+  }
   if (o.json) {
-    nlohmann::json j{{"trial", o.out},
-                     {"command", o.command},
-                     {"training_exit_code", training_code},
-                     {"seconds", elapsed},
-                     {"exit_code", code},
-                     {"rules", StatusesJson(statuses)},
-                     {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
-    std::cout << j.dump(2) << "\n";
+    // Only the JSON goes to stdout: the training's and the rules' stdout went to stderr.
+    std::cout << DumpJson(summary) << "\n";
     return code;
   }
   std::cout << "\ntrainscope: training "
             << (stop ? std::string("stopped") : training_code == 0 ? std::string("finished")
                                               : "exited with code " + std::to_string(training_code))
-            << " after " << FormatDuration(elapsed) << "; trial " << o.out << "\n\n"
+            << " after " << FormatDuration(elapsed) << "; trial " << EscapeForTerminal(o.out)
+            << "\n\n"
             << RenderStatusTable(statuses);
   for (const auto& r : statuses) {
     if (!r.first_finding.is_object()) continue;
-    const int64_t step = r.first_finding.value("step", int64_t{-1});
-    std::cout << "\n" << r.rule;
-    if (step >= 0) std::cout << " at step " << step;  // profiler findings may have no step
-    if (r.first_finding.contains("tensor") && !r.first_finding["tensor"].get<std::string>().empty()) {
-      std::cout << " on " << r.first_finding["tensor"].get<std::string>();
-    }
-    std::cout << ":\n  " << r.first_finding.value("explanation", std::string()) << "\n";
-    std::string rec = r.first_finding.value("recommendation", std::string());
-    if (!rec.empty()) std::cout << "  what to do: " << rec << "\n";
+    const int64_t step = JsonInt(r.first_finding, "step", -1);
+    std::string text = r.rule;
+    if (step >= 0) text += " at step " + std::to_string(step);  // profiler findings may have no step
+    const std::string tensor = JsonString(r.first_finding, "tensor");
+    if (!tensor.empty()) text += " on " + tensor;
+    std::cout << "\n" << EscapeForTerminal(text) << ":\n  "
+              << EscapeForTerminal(JsonString(r.first_finding, "explanation")) << "\n";
+    const std::string rec = JsonString(r.first_finding, "recommendation");
+    if (!rec.empty()) std::cout << "  what to do: " << EscapeForTerminal(rec) << "\n";
   }
-  if (stop) {
-    std::cout << "\ntrainscope: training was STOPPED by " << stop->value("rule", std::string("a rule"))
-              << " at step " << stop->value("step", int64_t{-1}) << ": "
-              << stop->value("explanation", std::string()) << "\n";
-  }
-  std::cout << "\nMore: trainscope status " << o.out << "   trainscope ls " << o.out << "\n";
+  if (stop) std::cout << "\ntrainscope: " << DescribeStop(*stop, o.out);
+  std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out)
+            << "   trainscope ls " << EscapeForTerminal(o.out) << "\n";
   return code;
 }
 
@@ -685,19 +846,32 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   cmd->add_option("--rules", o->preset, "A rule set: default, all or none (default when no --rule)");
   cmd->add_option("--rules-config", o->rules_file, "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
   cmd->add_option("--action,-a", o->actions, "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");
-  cmd->add_option("--save-interval", o->save_interval, "Save the rules' collections every N steps");
+  auto* save_interval = cmd->add_option("--save-interval", o->save_interval,
+                                        "Save the rules' collections every N steps (N >= 1)");
   cmd->add_option("--hook-config", o->hook_config,
                   "smdebug hook configuration JSON merged over the one the rules need (its "
                   "HookParameters and CollectionConfigurations win)");
   cmd->add_option("--system-interval-ms", o->system_interval_ms, "System metrics interval, 100..60000 ms");
   cmd->add_flag("--no-system", o->no_system, "Do not sample system metrics");
-  cmd->add_option("--metrics-port", o->metrics_port, "Serve Prometheus metrics on 127.0.0.1:PORT (0: any free port)");
-  cmd->add_option("--rules-timeout", o->rules_timeout_s, "Seconds the rules may take after the training ends");
-  cmd->add_option("--stop-grace", o->stop_grace_s, "Seconds a stopped training gets before SIGTERM");
-  cmd->add_flag("--json", o->json, "Print a JSON summary instead of the live view and table");
+  auto* metrics_port = cmd->add_option(
+      "--metrics-port", o->metrics_port,
+      "Serve Prometheus metrics on 127.0.0.1:PORT (0 to 65535; 0: any free port)");
+  cmd->add_option("--rules-timeout", o->rules_timeout_s,
+                  "Seconds (> 0) the rules may take after the training ends");
+  cmd->add_option("--stop-grace", o->stop_grace_s,
+                  "Seconds (>= 0) a stopped training gets before SIGTERM");
+  cmd->add_flag("--json", o->json,
+                "Print a JSON summary instead of the live view and table; stdout then holds only "
+                "the JSON (the training's stdout goes to stderr)");
+  cmd->add_option("--json-out", o->json_out,
+                  "Also write the JSON summary to this file (stdout stays the training's)");
   cmd->add_option("command", o->command, "The training command, after --")->required();
   cmd->positionals_at_end();
-  cmd->callback([o, exit_code] { *exit_code = RunRun(*o); });
+  cmd->callback([o, exit_code, save_interval, metrics_port] {
+    o->save_interval_given = save_interval->count() > 0;
+    o->metrics_port_given = metrics_port->count() > 0;
+    *exit_code = RunRun(*o);
+  });
 }
 
 }  // namespace trainscope::cli

@@ -1,15 +1,75 @@
 // `trainscope status DIR [--json]`: the rules' statuses of a running or finished trial.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/rule_status.h"
 #include "cli/table.h"
+#include "cli/trial_folder.h"
 #include "trainscope/env.h"
+#include "trainscope/rule_registry.h"
+#include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope::cli {
+namespace {
+
+// A parameter's string value (status.json keeps them as SageMaker passes them) as the JSON
+// value its declared type means; the string itself where the type is unknown or it does not
+// parse.
+nlohmann::json TypedParam(ParamType type, const std::string& v) {
+  if (v == "None") return nullptr;
+  char* end = nullptr;
+  switch (type) {
+    case ParamType::kDouble: {
+      const double d = std::strtod(v.c_str(), &end);
+      if (!v.empty() && *end == '\0') return d;
+      break;
+    }
+    case ParamType::kInt: {
+      const long long i = std::strtoll(v.c_str(), &end, 10);
+      if (!v.empty() && *end == '\0') return static_cast<int64_t>(i);
+      break;
+    }
+    case ParamType::kBool:
+      if (v == "True" || v == "true" || v == "1") return true;
+      if (v == "False" || v == "false" || v == "0") return false;
+      break;
+    case ParamType::kStringList:
+      return SplitParamList(v);
+    case ParamType::kDoubleList: {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& item : SplitParamList(v)) {
+        const double d = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end != '\0') return v;
+        list.push_back(d);
+      }
+      return list;
+    }
+    case ParamType::kString:
+      if (v.empty()) return nullptr;
+      break;
+  }
+  return v;
+}
+
+nlohmann::json TypedParams(const std::string& rule, const nlohmann::json& params) {
+  auto info = DescribeRule(rule);
+  if (!info.ok() || !params.is_object()) return params;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : params.items()) {
+    out[k] = v;
+    if (!v.is_string()) continue;
+    for (const auto& p : info->params) {
+      if (p.name == k) out[k] = TypedParam(p.type, v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules) {
   nlohmann::json out = nlohmann::json::array();
@@ -17,6 +77,8 @@ nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules) {
     nlohmann::json j = r.raw.is_object() ? r.raw : nlohmann::json::object();
     j["rule"] = r.rule;
     j["status"] = r.status;
+    if (j.contains("parameters")) j["parameters"] = TypedParams(r.rule, j["parameters"]);
+    if (!r.error.empty()) j["error"] = r.error;
     if (!r.first_finding.is_null()) j["first_finding"] = r.first_finding;
     out.push_back(j);
   }
@@ -27,50 +89,79 @@ std::string RenderStatusTable(const std::vector<RuleStatusView>& rules) {
   Table t({"rule", "status", "findings", "first at step", "what it saw"});
   for (const auto& r : rules) {
     std::string what = r.message;
-    if (r.first_finding.is_object()) what = r.first_finding.value("explanation", what);
+    if (r.first_finding.is_object()) what = JsonString(r.first_finding, "explanation", what);
     t.AddRow({r.rule, r.status, std::to_string(r.findings),
               r.first_finding_step >= 0 ? std::to_string(r.first_finding_step) : "-", what});
   }
-  return t.Render(90);
+  return t.Render(60, OutputWidth());
 }
 
 int RulesExitCode(const std::vector<RuleStatusView>& rules) {
-  bool issues = false, error = false;
+  bool issues = false, error = false, unreadable = false;
   for (const auto& r : rules) {
     issues |= r.status == "IssuesFound";
     error |= r.status == "Error";
+    unreadable |= !r.error.empty();
   }
-  return issues ? kExitIssuesFound : error ? kExitRuleError : kExitOk;
+  return unreadable ? kExitUnreadable
+         : issues   ? kExitIssuesFound
+         : error    ? kExitRuleError
+                    : kExitOk;
+}
+
+std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir) {
+  const int64_t step = JsonInt(stop, "step", -1);
+  std::string out = "training was STOPPED by " + JsonString(stop, "rule", "a person or a script") +
+                    (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
+                    JsonString(stop, "explanation", "(no explanation given)");
+  out = EscapeForTerminal(out);
+  auto trial = Trial::Open(trial_dir);
+  if (!trial.ok()) return out + "\n";
+  const auto steps = (*trial)->Steps(Mode::kGlobal, /*show_incomplete=*/true);
+  if (steps.empty()) return out + "\n";
+  const int64_t last = steps.back();
+  const bool ended = (*trial)->training_ended();
+  out += "\n  the training " + std::string(ended ? "stopped at step " : "has saved up to step ") +
+         std::to_string(last) + " (its last saved step)";
+  if (step >= 0 && last > step) {
+    out += ", " + std::to_string(last - step) +
+           " steps after the finding: the rule evaluates each step after the training has saved "
+           "it, in a process of its own, and the training checks for the stop request at each "
+           "step boundary, so it runs on while the rule reads, evaluates and asks";
+  }
+  return out + "\n";
 }
 
 namespace {
 
 int RunStatus(const std::string& dir, bool json) {
-  Env* env = Env::Default();
-  if (!env->IsDirectory(dir)) {
-    std::fprintf(stderr, "trainscope status: %s is not a folder: give a trial folder\n",
-                 dir.c_str());
+  if (Status s = CheckTrialFolder(dir); !s.ok()) {
+    std::fprintf(stderr, "trainscope status: %s\n", EscapeForTerminal(s.message()).c_str());
     return kExitFailure;
   }
+  Env* env = Env::Default();
   auto rules = ReadRuleStatuses(dir);
   auto stop = ReadStopRequest(dir);
   bool ended = env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile));
+  for (const auto& r : rules) {
+    if (!r.error.empty()) {
+      std::fprintf(stderr, "trainscope status: rule %s: its status file %s\n",
+                   EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.error).c_str());
+    }
+  }
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
     j["stop_request"] = stop ? *stop : nlohmann::json(nullptr);
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
-    std::cout << "trial " << dir << (ended ? "  (training ended)" : "  (in progress)") << "\n\n";
+    std::cout << "trial " << EscapeForTerminal(dir)
+              << (ended ? "  (training ended)" : "  (in progress)") << "\n\n";
     if (rules.empty()) {
       std::cout << "no rule has run on this trial (run one with `trainscope run --rule NAME -- ...`)\n";
     } else {
       std::cout << RenderStatusTable(rules);
     }
-    if (stop) {
-      std::cout << "\ntraining was asked to stop by " << stop->value("rule", std::string("?"))
-                << " at step " << stop->value("step", int64_t{-1}) << ": "
-                << stop->value("explanation", std::string()) << "\n";
-    }
+    if (stop) std::cout << "\n" << DescribeStop(*stop, dir);
   }
   return RulesExitCode(rules);
 }

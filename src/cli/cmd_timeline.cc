@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/trial_folder.h"
 #include "trainscope/env.h"
 #include "trainscope/metrics_reader.h"
 #include "trainscope/trace_merge.h"
@@ -40,9 +41,8 @@ std::string JoinPath(const std::string& a, const std::string& b) {
 
 int RunTimeline(const TimelineOptions& o) {
   Env* env = Env::Default();
-  if (!env->IsDirectory(o.dir)) {
-    std::fprintf(stderr, "trainscope timeline: %s is not a folder: give a trial folder\n",
-                 o.dir.c_str());
+  if (Status s = CheckTrialFolder(o.dir); !s.ok()) {
+    std::fprintf(stderr, "trainscope timeline: %s\n", s.message().c_str());
     return kExitFailure;
   }
   const bool by_time = o.start_us != kUnset || o.end_us != kUnset;

@@ -23,12 +23,22 @@ inline constexpr int kExitIssuesFound = 3;   // `run`/`status`: a rule found iss
 inline constexpr int kExitStopped = 4;       // `run`: a rule stopped the training
 inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command failed
 inline constexpr int kExitRuleError = 6;  // `run`: no issues found, but a rule ended in Error
+// `run`/`status`: a rule's status file is damaged (empty, not JSON, wrong types); stderr names it.
+inline constexpr int kExitUnreadable = 7;
 
 // Shared by `run` and `status`.
-// kExitIssuesFound if a rule found issues, else kExitRuleError if one is in Error, else kExitOk.
+// kExitUnreadable if a rule's status file is damaged, else kExitIssuesFound if a rule found
+// issues, else kExitRuleError if one is in Error, else kExitOk.
 int RulesExitCode(const std::vector<RuleStatusView>& rules);
+// The statuses as JSON; rule parameters typed by the rule's declaration (numbers, booleans,
+// lists, null for "None"); a damaged status file as status "Unreadable" with its "error".
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
+// The statuses as a table (escaped, long messages wrapped to the terminal or 100 columns).
 std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
+// The stop request of the trial at `trial_dir` in words, escaped for a terminal: which rule
+// asked at which step and why, and at which step the training actually stopped (its last saved
+// step) with why the two differ.
+std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir);
 
 void RegisterLs(CLI::App& app, int* exit_code);
 void RegisterStatus(CLI::App& app, int* exit_code);

@@ -1,9 +1,12 @@
 #include "cli/table.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 
 namespace trainscope::cli {
@@ -23,51 +26,176 @@ size_t DisplayWidth(const std::string& s) {
   return w;
 }
 
-std::string Cut(const std::string& s, size_t max) {
-  if (DisplayWidth(s) <= max || max < 5) return s;
-  size_t keep = max - 1;
-  size_t head = keep / 2, tail = keep - head;
-  return s.substr(0, head) + "…" + s.substr(s.size() - tail);
+// The first `n` code points of `s` (UTF-8).
+size_t PrefixBytes(const std::string& s, size_t n) {
+  size_t i = 0, seen = 0;
+  while (i < s.size()) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (seen == n) break;
+      ++seen;
+    }
+    ++i;
+  }
+  return i;
 }
 
 }  // namespace
 
-std::string Table::Render(size_t max_width) const {
+std::string EscapeForTerminal(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c < 0x20 || c == 0x7f) {
+        std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then checked (continuations, overlong
+    // forms, surrogates, the Unicode range); anything else is one bad byte.
+    size_t n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+               : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    uint32_t cp = n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc & 0xC0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (ok && n == 3) ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    if (ok && n == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    if (!ok) {
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    if (cp <= 0x9F) {  // C1 controls (0x9b is a one-byte CSI on some terminals)
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::vector<std::string> WrapText(const std::string& text, size_t width) {
+  width = std::max<size_t>(width, 1);
+  if (DisplayWidth(text) <= width) return {text};
+  std::vector<std::string> lines;
+  std::string cur;
+  size_t cur_w = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t space = text.find(' ', pos);
+    if (space == std::string::npos) space = text.size();
+    std::string word = text.substr(pos, space - pos);
+    pos = space + 1;
+    if (word.empty()) continue;
+    size_t w = DisplayWidth(word);
+    while (w > width) {  // longer than a line: break inside it
+      if (cur_w > 0) {
+        lines.push_back(cur);
+        cur.clear();
+        cur_w = 0;
+      }
+      const size_t cut = PrefixBytes(word, width);
+      lines.push_back(word.substr(0, cut));
+      word = word.substr(cut);
+      w -= width;
+    }
+    if (word.empty()) continue;
+    if (cur_w > 0 && cur_w + 1 + w > width) {
+      lines.push_back(cur);
+      cur.clear();
+      cur_w = 0;
+    }
+    if (cur_w > 0) {
+      cur += ' ';
+      ++cur_w;
+    }
+    cur += word;
+    cur_w += w;
+  }
+  if (cur_w > 0 || lines.empty()) lines.push_back(cur);
+  return lines;
+}
+
+std::string Table::Render(size_t max_width, size_t total_width) const {
   const size_t ncol = header_.size();
+  max_width = std::max<size_t>(max_width, 1);
   std::vector<size_t> width(ncol, 0);
   std::vector<bool> numeric(ncol, true);
-  auto cells = rows_;
-  for (auto& r : cells) {
-    r.resize(ncol);
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& row : rows_) {
+    std::vector<std::string> r(ncol);
+    for (size_t i = 0; i < ncol && i < row.size(); ++i) r[i] = EscapeForTerminal(row[i]);
+    cells.push_back(std::move(r));
+  }
+  for (const auto& r : cells) {
     for (size_t i = 0; i < ncol; ++i) {
-      r[i] = Cut(r[i], max_width);
-      width[i] = std::max(width[i], DisplayWidth(r[i]));
+      width[i] = std::max(width[i], std::min(max_width, DisplayWidth(r[i])));
       if (!r[i].empty() && !LooksNumeric(r[i])) numeric[i] = false;
     }
   }
   for (size_t i = 0; i < ncol; ++i) width[i] = std::max(width[i], DisplayWidth(header_[i]));
-  std::string out;
-  auto emit = [&](const std::vector<std::string>& r) {
-    std::string line;
-    for (size_t i = 0; i < ncol; ++i) {
-      const std::string& c = i < r.size() ? r[i] : std::string();
-      size_t pad = width[i] - DisplayWidth(c);
-      if (numeric[i] && &r != &header_) {
-        line.append(pad, ' ').append(c);
-      } else {
-        line.append(c);
-        if (i + 1 < ncol) line.append(pad, ' ');
-      }
-      if (i + 1 < ncol) line.append("  ");
+  // The last column's wrap width: what the others leave of total_width.
+  std::vector<size_t> wrap(ncol, max_width);
+  if (total_width > 0 && ncol > 0) {
+    size_t others = 0;
+    for (size_t i = 0; i + 1 < ncol; ++i) others += width[i] + 2;
+    const size_t left = total_width > others ? total_width - others : 0;
+    wrap[ncol - 1] = std::min(max_width, std::max<size_t>(left, 30));
+    width[ncol - 1] = DisplayWidth(header_[ncol - 1]);
+    for (const auto& r : cells) {
+      width[ncol - 1] = std::max(width[ncol - 1], std::min(wrap[ncol - 1], DisplayWidth(r[ncol - 1])));
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out.append(line).append("\n");
+  }
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& r, bool header) {
+    std::vector<std::vector<std::string>> lines(ncol);
+    size_t nlines = 1;
+    for (size_t i = 0; i < ncol; ++i) {
+      lines[i] = WrapText(i < r.size() ? r[i] : std::string(), wrap[i]);
+      nlines = std::max(nlines, lines[i].size());
+    }
+    for (size_t k = 0; k < nlines; ++k) {
+      std::string line;
+      for (size_t i = 0; i < ncol; ++i) {
+        const std::string c = k < lines[i].size() ? lines[i][k] : std::string();
+        const size_t cw = DisplayWidth(c);
+        const size_t pad = width[i] > cw ? width[i] - cw : 0;
+        if (numeric[i] && !header) {
+          line.append(pad, ' ').append(c);
+        } else {
+          line.append(c);
+          if (i + 1 < ncol) line.append(pad, ' ');
+        }
+        if (i + 1 < ncol) line.append("  ");
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out.append(line).append("\n");
+    }
   };
-  emit(header_);
+  emit(header_, true);
   size_t total = 0;
   for (size_t i = 0; i < ncol; ++i) total += width[i] + (i + 1 < ncol ? 2 : 0);
   out.append(std::string(total, '-')).append("\n");
-  for (const auto& r : cells) emit(r);
+  for (const auto& r : cells) emit(r, false);
   return out;
 }
 
@@ -109,6 +237,14 @@ std::string FormatDuration(double s) {
                   (static_cast<int>(s) % 3600) / 60);
   }
   return buf;
+}
+
+size_t OutputWidth() {
+  struct winsize ws {};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return std::max<size_t>(ws.ws_col, 60);
+  }
+  return 100;
 }
 
 bool StdoutIsTerminal() { return ::isatty(STDOUT_FILENO) != 0; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainscope::cli {
@@ -13,14 +14,26 @@ class Table {
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
   void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   size_t size() const { return rows_.size(); }
-  // Renders with two spaces between columns and a rule under the header. Cells longer than
-  // `max_width` are cut in the middle with "…".
-  std::string Render(size_t max_width = 80) const;
+  // Renders with two spaces between columns and a rule under the header. Every cell is passed
+  // through EscapeForTerminal first. A cell wider than `max_width` is wrapped onto further lines
+  // (at spaces where it can, else inside a word), never cut: the end of a message is often the
+  // part that says what to do. With `total_width` > 0, the last column is wrapped narrower, so
+  // that a line stays within `total_width` columns (the last column keeps at least 30).
+  std::string Render(size_t max_width = 80, size_t total_width = 0) const;
 
  private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// `text` safe to print on a terminal: control characters (C0, DEL, C1) and bytes that are not
+// UTF-8 are shown as escapes ("\x1b", "\n", "\u009b", "\xff") instead of being sent, so data
+// from a trial (tensor names, rule messages) cannot move the cursor, clear the screen or set the
+// window title. Printable UTF-8 passes unchanged.
+std::string EscapeForTerminal(std::string_view text);
+// `text` wrapped into lines of at most `width` display columns, breaking at spaces where it can
+// (the spaces at a break are dropped) and inside a word longer than `width`. Never empty.
+std::vector<std::string> WrapText(const std::string& text, size_t width);
 
 // Compact number: 0.000123 -> "1.23e-04", 12.5 -> "12.5", 1234567 -> "1.23e+06", NaN -> "nan".
 std::string FormatNumber(double v);
@@ -28,6 +41,9 @@ std::string FormatNumber(double v);
 std::string FormatBytes(double bytes);
 // "0.8 s", "2 min 3 s".
 std::string FormatDuration(double seconds);
+// Columns to fit tables into: the terminal's width when stdout is a terminal (at least 60), else
+// 100.
+size_t OutputWidth();
 // True if stdout is a terminal (colours and live status lines only then).
 bool StdoutIsTerminal();
 

@@ -303,7 +303,10 @@ def test_sigterm_is_forwarded_to_the_training(tmp_path):
                 f"time.sleep(60)\n")
     p = subprocess.Popen(_run_argv(trial, "--json", code=training),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
+    # Under --json the training's stdout goes to stderr (stdout holds only the JSON summary).
+    while (line := p.stderr.readline()) and line.strip() != "ready":
+        pass
+    assert line.strip() == "ready"
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert marker.exists(), err
