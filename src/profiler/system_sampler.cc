@@ -1,5 +1,7 @@
 #include "trainscope/system_sampler.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <set>
 
@@ -114,6 +116,8 @@ void SystemSampler::Stop() {
 }
 
 void SystemSampler::Run() {
+  // Named so that `top -H` and bench/run_cost.py can tell the sampler's CPU from its host's.
+  pthread_setname_np(pthread_self(), "ts-sampler");
   const auto interval = std::chrono::milliseconds(options_.interval_millis);
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(run_mu_);
