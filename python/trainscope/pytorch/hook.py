@@ -22,7 +22,11 @@ model; a loss module registered twice (or also part of the model) is saved once;
 is written when every worker is done; the worker comes from torch.distributed or RANK and
 WORLD_SIZE. Errors inside hooks never reach training: the first is printed with the tensor and
 step, later ones are counted. Configuration errors raise (ValueError subclasses) when the hook is
-made, or at the first step for collections configured after it was made.
+made, or at the first step for collections configured after it was made; a collection named in
+include_collections that is still undefined or empty at the first step is skipped with one
+warning (the training goes on). Write failures (a full disk) are reported once with the file and
+errno; the steps lost are counted in stats() and recorded in the trial. A registered model stays
+picklable and copyable: copies (torch.save, copy.deepcopy, pickle) are not hooked.
 
 Profiling: with a profiler configuration (``profiler_config=``, TRAINSCOPE_PROFILER_CONFIG or
 SMPROFILER_CONFIG_PATH) the hook records step, forward, backward, optimizer, data-loader and user
@@ -36,6 +40,7 @@ import contextlib
 import os
 import sys
 import time
+import weakref
 
 import torch
 
@@ -99,6 +104,62 @@ def _flatten_names(items):
         else:
             out.append(getattr(x, "name", x))
     return [str(x) for x in out]
+
+
+# Module attributes and hook dicts that trainscope adds to a registered module.
+_TS_ATTR_PREFIX = "_ts_"
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
+_HOOK_ID_DICTS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+                  "_forward_hooks_always_called")
+
+
+def _is_trainscope_callback(fn):
+    return (getattr(fn, "__module__", None) or "").startswith("trainscope.")
+
+
+class _StateWithoutTrainscope:
+    """``module.__getstate__`` of a module trainscope hooks (an instance attribute, which pickle
+    and copy look up before the class's): the module's own state without trainscope's hooks and
+    ``_ts_*`` attributes. So ``torch.save(model)``, ``copy.deepcopy``, ``copy.copy``,
+    ``pickle.dumps`` and multiprocessing give a plain copy that is NOT hooked (its forward passes
+    are no steps and save nothing; register it to a hook of its own if it should be captured)
+    and that loads without trainscope installed; the original stays hooked. The parameters'
+    gradient hooks are not copied by PyTorch itself (Parameter drops hooks when pickled)."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module):
+        self._module = weakref.ref(module)
+
+    def __call__(self):
+        module = self._module()
+        state = type(module).__getstate__(module)  # Module's own: a copy of __dict__
+        if not isinstance(state, dict):
+            return state
+        if state is module.__dict__:
+            state = dict(state)
+        state.pop("__getstate__", None)
+        for key in [k for k in state if isinstance(k, str) and k.startswith(_TS_ATTR_PREFIX)]:
+            del state[key]
+        ours = set()
+        for key in _HOOK_DICTS:
+            hooks = state.get(key)
+            if hooks:
+                mine = {i for i, fn in hooks.items() if _is_trainscope_callback(fn)}
+                if mine:
+                    state[key] = type(hooks)((i, fn) for i, fn in hooks.items() if i not in mine)
+                    ours |= mine
+        for key in _HOOK_ID_DICTS:
+            ids = state.get(key)
+            if ids and ours & ids.keys():
+                state[key] = type(ids)((i, v) for i, v in ids.items() if i not in ours)
+        return state
+
+
+def _copy_unhooked(module):
+    """Makes copies and pickles of `module` unhooked (see _StateWithoutTrainscope)."""
+    if not isinstance(module.__dict__.get("__getstate__"), _StateWithoutTrainscope):
+        module.__dict__["__getstate__"] = _StateWithoutTrainscope(module)
 
 
 class _StepNumber(int):
@@ -334,6 +395,9 @@ class Hook:
                 raise SMDebugValueError(f"module {name} is registered already")
             sub._ts_name = top_name if sub is top else name
         self._top_modules.append(top)
+        _copy_unhooked(module)
+        for sub in top.modules():
+            _copy_unhooked(sub)
         self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
         if self._prof is not None:  # after the step boundary's pre-hook: forward starts after it
             self._prof.attach_module(module, top_name)
@@ -381,6 +445,7 @@ class Hook:
             raise SMDebugTypeError(
                 f"loss_module={loss_module} must be a torch.nn.Module such as nn.CrossEntropyLoss()")
         loss_module._ts_name = loss_module._get_name()
+        _copy_unhooked(loss_module)
         self._add_forward_hook(loss_module)  # once, even if it is part of a registered module
 
     def _add_forward_hook(self, module):
@@ -534,8 +599,12 @@ class Hook:
         return {n: trial.tensor(n) for n in trial.tensor_names()}
 
     def stats(self):
-        """Counters of the C++ hook: steps_saved, tensors_saved, reductions_saved, raw_bytes,
-        errors, plans_built."""
+        """Counters of the C++ hook (trainscope/hook.h HookStats): steps_saved (on disk and
+        readable), steps_failed (lost to write errors: a full disk, a read-only folder),
+        steps_dropped (dropped by the queue policy), steps_pending (queued, not yet written;
+        0 after close()), tensors_saved, reductions_saved, raw_bytes, errors, plans_built.
+        Steps lost are also recorded in the trial (incomplete_<worker>.json,
+        docs/formats/trial.md)."""
         return self._c.stats()
 
     def close(self):
