@@ -116,9 +116,16 @@ class Hook {
   const HookConfig& config() const;
 
   // Re-reads the collections: effective save/reduction configs (the hook's defaults fill what
-  // a collection lacks), and checks every included collection. InvalidArgument if an included
-  // collection that is not built in has no regex and no tensor names (a typo in
-  // include_collections, or a collection never configured). Step() calls it when needed.
+  // a collection lacks), and checks every included collection. An included collection that is
+  // not built in and has no regex and no tensor names (a typo in include_collections, a name
+  // from smdebug's docs, or a collection the script defines only later) is skipped, not an
+  // error: the training goes on, and the Step() that begins a step with it still empty prints
+  // once to stderr (unless config.quiet)
+  //   trainscope: collection '<name>' is not defined (did you mean '...'?); known: ... It is
+  //   skipped: define it before the first step (...)
+  // so a collection defined after Create() and before the first Step() (smdebug's pattern)
+  // is saved without a word. InvalidArgument for more than 64 collections to save. Step()
+  // calls it when needed.
   Status Prepare();
 
   // Names of the collections saved (after Prepare()), in creation order.

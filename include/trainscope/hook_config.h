@@ -75,9 +75,15 @@ struct HookConfig {
   Status Validate() const;
 };
 
+// smdebug's default out_dir, used for a configuration without LocalPath inside a SageMaker job.
+inline constexpr std::string_view kSageMakerOutDir = "/opt/ml/output/tensors";
+
 // Parses smdebug's JSON hook configuration (see above). `source` names the file in messages.
+// Without "LocalPath", out_dir is kSageMakerOutDir inside a SageMaker job (TRAINING_JOB_NAME
+// set, smdebug's test) and empty elsewhere.
 Result<HookConfig> ParseHookConfigJson(std::string_view json, std::string_view source = "config");
-// Reads and parses a file. An empty path means HookConfigPathFromEnv().
+// Reads and parses a file. An empty path means HookConfigPathFromEnv(). InvalidArgument naming
+// the file and LocalPath when it gives no out_dir (no LocalPath outside SageMaker).
 Result<HookConfig> LoadHookConfigFile(std::string path = "", Env* env = nullptr);
 // TRAINSCOPE_CONFIG if set, else SMDEBUG_CONFIG_FILE_PATH, else
 // /opt/ml/input/config/debughookconfig.json (smdebug's default).

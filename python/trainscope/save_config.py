@@ -5,6 +5,8 @@ Serialized inside collections files as ``{"TRAIN": {"save_interval": .., "save_s
 """
 
 import json
+import numbers
+import re
 
 from .exceptions import SMDebugTypeError, SMDebugValueError
 from .modes import ModeKeys, to_mode
@@ -12,19 +14,54 @@ from .modes import ModeKeys, to_mode
 DEFAULT_SAVE_INTERVAL = 500
 DEFAULT_START_STEP = 0
 DEFAULT_END_STEP = None
+MAX_STEP = 2**63 - 1  # steps are 64-bit signed integers in the core
+_WHOLE = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def _step_number(owner, name, value, minimum, what):
+    """`value` as an int in [minimum, MAX_STEP], or SMDebugValueError naming the argument, the
+    value and what is allowed. Accepts ints (numpy's too), whole floats and strings of digits
+    (smdebug's JSON gives strings)."""
+    allowed = f"give a whole number >= {minimum} ({what})"
+    if isinstance(value, bool):
+        raise SMDebugValueError(f"{owner}: {name}={value!r} is a boolean, not a number: {allowed}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real) and float(value).is_integer():
+        v = int(value)
+    elif isinstance(value, str) and _WHOLE.fullmatch(value):
+        v = int(value)
+    else:
+        raise SMDebugValueError(f"{owner}: {name}={value!r} is not a whole number: {allowed}")
+    if v < minimum:
+        raise SMDebugValueError(f"{owner}: {name}={value!r} is too small: {allowed}")
+    if v > MAX_STEP:
+        raise SMDebugValueError(
+            f"{owner}: {name}={value!r} is too large: steps are at most {MAX_STEP} (2**63-1)")
+    return v
 
 
 class SaveConfigMode:
     """Save rule of one mode: every ``save_interval`` steps in [start_step, end_step), plus
     every step listed in ``save_steps``."""
 
-    def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None):
-        self.save_interval = DEFAULT_SAVE_INTERVAL if save_interval is None else int(save_interval)
-        self.start_step = DEFAULT_START_STEP if start_step is None else int(start_step)
-        self.end_step = DEFAULT_END_STEP if end_step is None else int(end_step)
-        self.save_steps = [] if save_steps is None else [int(s) for s in save_steps]
-        if self.save_interval <= 0:
-            raise SMDebugValueError(f"save_interval={self.save_interval} must be positive")
+    def __init__(self, save_interval=None, start_step=None, end_step=None, save_steps=None,
+                 *, _owner="SaveConfigMode"):
+        o = _owner
+        self.save_interval = DEFAULT_SAVE_INTERVAL if save_interval is None else _step_number(
+            o, "save_interval", save_interval, 1, "save every N steps; the default is 500")
+        self.start_step = DEFAULT_START_STEP if start_step is None else _step_number(
+            o, "start_step", start_step, 0, "the first step saved; steps count from 0")
+        self.end_step = DEFAULT_END_STEP if end_step is None else _step_number(
+            o, "end_step", end_step, 0, "the first step not saved; None for no end")
+        if save_steps is None:
+            self.save_steps = []
+        elif isinstance(save_steps, (str, bytes)) or not hasattr(save_steps, "__iter__"):
+            raise SMDebugValueError(
+                f"{o}: save_steps={save_steps!r} is not a list: give a list of steps, e.g. [0, 10]")
+        else:
+            self.save_steps = [_step_number(o, f"save_steps[{i}]", s, 0, "steps count from 0")
+                               for i, s in enumerate(save_steps)]
 
     def should_save_step(self, step_num):
         if step_num in self.save_steps:
@@ -70,7 +107,9 @@ class SaveConfig:
     ):
         if mode_save_configs is None:
             self.mode_save_configs = {
-                mode: SaveConfigMode(save_interval, start_step, end_step, save_steps) for mode in ModeKeys
+                mode: SaveConfigMode(save_interval, start_step, end_step, save_steps,
+                                     _owner="SaveConfig")
+                for mode in ModeKeys
             }
         else:
             configs = {}

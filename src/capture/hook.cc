@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "capture/planner.h"
 #include "capture/workers.h"
@@ -76,6 +77,17 @@ class Hook::Impl {
 
   HookStats stats;
   Status first_error;
+  std::set<std::string> warned_skipped;  // included collections already warned about
+
+  // Warns once per name about included collections the planner skipped (they match nothing
+  // at the step that begins now). Cheap when there are none.
+  void WarnSkipped() {
+    for (const auto& s : planner.skipped()) {
+      if (!warned_skipped.insert(s.name).second || config.quiet) continue;
+      std::fprintf(stderr, "trainscope: %s\n", s.message.c_str());
+    }
+  }
+
 
   int64_t current_mode_step() const { return mode_steps[static_cast<size_t>(mode) - 1]; }
 
@@ -316,6 +328,7 @@ bool Hook::Step() {
       d.due = 0;
     }
   }
+  if (d.prepared) d.WarnSkipped();
   ++d.step;
   ++d.mode_steps[static_cast<size_t>(d.mode) - 1];
   if (d.mode != Mode::kGlobal) d.mode_steps[static_cast<size_t>(Mode::kGlobal) - 1] = d.step;

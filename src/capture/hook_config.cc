@@ -24,7 +24,15 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::string Shown(const Json& v) { return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump(); }
+std::string Shown(const Json& v) {
+  if (!v.is_string()) return v.dump();
+  // Appended piece by piece: "'" + std::string&& trips GCC 12's -Wrestrict at -O3 (a false
+  // positive once this is inlined).
+  std::string out = "'";
+  out += v.get_ref<const std::string&>();
+  out += '\'';
+  return out;
+}
 
 Result<int64_t> ParseInt(const std::string& key, const Json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
@@ -256,7 +264,12 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
                                    "{\"LocalPath\": \"/out\", \"HookParameters\": {...}}");
   }
   HookConfig c;
-  c.out_dir = "/opt/ml/output/tensors";
+  // smdebug's default folder, only inside a SageMaker job (smdebug's is_sagemaker_job: the
+  // platform sets TRAINING_JOB_NAME). Elsewhere no LocalPath leaves out_dir empty and
+  // LoadHookConfigFile refuses the file, rather than writing to /opt/ml unasked.
+  if (const char* job = std::getenv("TRAINING_JOB_NAME"); job != nullptr) {
+    c.out_dir = std::string(kSageMakerOutDir);
+  }
   if (auto it = root.find("LocalPath"); it != root.end()) {
     TS_ASSIGN_OR_RETURN(c.out_dir, ParseString(src + ": LocalPath", *it));
   }
@@ -351,11 +364,9 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
         TS_ASSIGN_OR_RETURN(bool sh, ParseBool(cw + ".save_histogram", *h));
         coll->set_save_histogram(sh);
       }
-      if (coll->empty() && !CollectionManager::IsBuiltIn(name)) {
-        return Status::InvalidArgument(cw + " has no include_regex: add \"include_regex\" to its "
-                                       "CollectionParameters, or name a built-in collection "
-                                       "(weights, biases, gradients, losses, all, default)");
-      }
+      // A collection without include_regex may still be defined by the script after the hook is
+      // made (smdebug's pattern); the hook judges it at the first step and skips it, with a
+      // warning, if it is still empty then.
       names.push_back(name);
     }
     c.include_collections = names;
@@ -380,6 +391,14 @@ Result<HookConfig> LoadHookConfigFile(std::string path, Env* env) {
                       "); set TRAINSCOPE_CONFIG (or SMDEBUG_CONFIG_FILE_PATH) to a JSON file");
   }
   TS_ASSIGN_OR_RETURN(HookConfig c, ParseHookConfigJson(*text, path));
+  if (c.out_dir.empty()) {
+    return Status::InvalidArgument(
+        path + " has no \"LocalPath\": set it to the folder to write the trial to (this file is "
+        "the hook configuration named by TRAINSCOPE_CONFIG or SMDEBUG_CONFIG_FILE_PATH; "
+        "`trainscope run --out DIR` writes one for you). smdebug's default " +
+        std::string(kSageMakerOutDir) +
+        " is used only inside a SageMaker job (TRAINING_JOB_NAME set)");
+  }
   c.env = env;
   return c;
 }

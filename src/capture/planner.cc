@@ -26,6 +26,17 @@ std::string Suggestion(std::string_view name, const CollectionManager& cm) {
   return "";
 }
 
+// The collections a script can name: built in, or defined with something to match.
+std::string KnownNames(const CollectionManager& cm) {
+  std::set<std::string> names;
+  for (const auto& c : cm.collections()) {
+    if (!c->empty() || CollectionManager::IsBuiltIn(c->name())) names.insert(c->name());
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none)" : out;
+}
+
 }  // namespace
 
 Status Planner::Prepare(CollectionManager& collections, const HookConfig& config,
@@ -40,15 +51,27 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
   if (config.save_all) included.insert(std::string(collection_keys::kAll));
   const bool save_every_collection = included.count(std::string(collection_keys::kAll)) > 0;
 
+  // An included collection that can match nothing is skipped, not an error: a typo in
+  // include_collections, or a name from smdebug's docs this script never defines, must not end
+  // the training (the hook warns once; see skipped()).
+  skipped_.clear();
+  std::set<std::string> skip;
   for (const auto& name : included) {
     auto c = collections.Get(name);
-    if (c == nullptr || (c->empty() && !CollectionManager::IsBuiltIn(name))) {
-      return Status::InvalidArgument(
-          "include_collections names '" + name + "'" + Suggestion(name, collections) +
-          ", which " + (c == nullptr ? "does not exist" : "has no include_regex and no tensor names") +
-          ": fix the name, or give the collection something to match "
-          "(hook.get_collection('" + name + "').include(regex), add_module_tensors, or a "
-          "CollectionConfigurations entry with include_regex)");
+    if (c != nullptr && (!c->empty() || CollectionManager::IsBuiltIn(name))) continue;
+    skip.insert(name);
+    const std::string define =
+        "define it before the first step (hook.get_collection('" + name +
+        "').include(regex), add_module_tensors, or a CollectionConfigurations entry with "
+        "include_regex)";
+    if (c == nullptr) {
+      skipped_.push_back({name, "collection '" + name + "' is not defined" +
+                                    Suggestion(name, collections) + "; known: " +
+                                    KnownNames(collections) + ". It is skipped: " + define});
+    } else {
+      skipped_.push_back({name, "collection '" + name +
+                                    "' has no include_regex and no tensor names; it is "
+                                    "skipped: " + define});
     }
   }
 
@@ -73,10 +96,9 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
       TS_RETURN_IF_ERROR(c->set_reduction_config(config.reduction_config));
     }
     if (save_every_collection || included.count(c->name()) > 0) {
-      if (c->empty() && !CollectionManager::IsBuiltIn(c->name())) {
-        return Status::InvalidArgument("collection '" + c->name() +
-                                       "' has no include_regex and no tensor names: give it a "
-                                       "regex with include(), or remove it");
+      // Empty collections match nothing: skipped (named in skipped_ when included by name).
+      if (skip.count(c->name()) > 0 || (c->empty() && !CollectionManager::IsBuiltIn(c->name()))) {
+        continue;
       }
       saved.push_back(c);
     }

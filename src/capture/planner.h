@@ -31,9 +31,18 @@ inline constexpr size_t kMaxSavedCollections = 64;
 
 class Planner {
  public:
-  // InvalidArgument for an included collection that can match nothing, or more than 64
-  // collections to save. `tensorboard`: histograms and TensorBoard scalars are planned.
+  // InvalidArgument for more than 64 collections to save. An included collection that can
+  // match nothing (not defined, or no regex and no tensor names) is skipped and listed in
+  // skipped(). `tensorboard`: histograms and TensorBoard scalars are planned.
   Status Prepare(CollectionManager& collections, const HookConfig& config, bool tensorboard);
+
+  // Included collections the last Prepare() skipped: (name, one-line message saying why and
+  // how to define it).
+  struct Skipped {
+    std::string name;
+    std::string message;
+  };
+  const std::vector<Skipped>& skipped() const { return skipped_; }
 
   uint64_t DueMask(Mode mode, int64_t mode_step) const;
   const TensorPlan& Plan(std::string_view name, uint64_t due);
@@ -67,6 +76,7 @@ class Planner {
                  TensorPlan* p) const;
 
   std::vector<std::shared_ptr<Collection>> saved_;
+  std::vector<Skipped> skipped_;
   bool tensorboard_ = false;
   std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
   int64_t plans_built_ = 0;

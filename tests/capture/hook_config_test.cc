@@ -81,9 +81,37 @@ TEST(HookConfigJsonTest, DefaultsWithoutHookParameters) {
   EXPECT_EQ(c->save_config.mode(Mode::kTrain)->save_interval, 500);
   EXPECT_FALSE(c->include_collections.has_value());
   EXPECT_EQ(c->include_workers, IncludeWorkers::kOne);
+}
+
+TEST(HookConfigJsonTest, NoLocalPathMeansSageMakersFolderOnlyInsideASageMakerJob) {
+  unsetenv("TRAINING_JOB_NAME");
   auto no_path = ParseHookConfigJson("{}");
   ASSERT_TRUE(no_path.ok());
-  EXPECT_EQ(no_path->out_dir, "/opt/ml/output/tensors");
+  EXPECT_EQ(no_path->out_dir, "");
+  auto env = NewMemEnv();
+  ASSERT_TRUE(env->CreateDirs("/cfg").ok());
+  ASSERT_TRUE(env->WriteFileAtomic("/cfg/empty.json", "{}", false).ok());
+  auto refused = LoadHookConfigFile("/cfg/empty.json", env.get());
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  for (const char* w : {"/cfg/empty.json", "LocalPath", "TRAINSCOPE_CONFIG",
+                        "/opt/ml/output/tensors", "TRAINING_JOB_NAME"}) {
+    EXPECT_NE(refused.status().message().find(w), std::string::npos) << w;
+  }
+  setenv("TRAINING_JOB_NAME", "job-1", 1);
+  auto on_sagemaker = LoadHookConfigFile("/cfg/empty.json", env.get());
+  unsetenv("TRAINING_JOB_NAME");
+  ASSERT_TRUE(on_sagemaker.ok()) << on_sagemaker.status().ToString();
+  EXPECT_EQ(on_sagemaker->out_dir, "/opt/ml/output/tensors");
+}
+
+TEST(HookConfigJsonTest, CollectionWithoutRegexIsIncludedAndJudgedAtTheFirstStep) {
+  auto c = ParseHookConfigJson(R"({"LocalPath": "/x",
+      "CollectionConfigurations": [{"CollectionName": "mine"}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->include_collections.has_value());
+  EXPECT_EQ(*c->include_collections, std::vector<std::string>{"mine"});
+  ASSERT_NE(c->collections.Get("mine"), nullptr);
+  EXPECT_TRUE(c->collections.Get("mine")->empty());
 }
 
 TEST(HookConfigJsonTest, ReductionsWithoutSaveRawTensorSaveNoRaw) {
@@ -140,8 +168,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"CollectionConfigurations": [{"CollectionName": "c",
                    "CollectionParameters": {"include_regex": "a(b"}}]})",
                 "collection 'c'", "not a valid regular expression"},
-        BadCase{R"({"CollectionConfigurations": [{"CollectionName": "mine"}]})",
-                "collection 'mine'", "has no include_regex"},
         BadCase{R"({"CollectionConfigurations": [{"CollectionName": "weights",
                    "CollectionParameters": {"start_step": "-1"}}]})",
                 "collection 'weights'", "start_step is -1"}));

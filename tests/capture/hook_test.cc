@@ -259,23 +259,43 @@ TEST_F(HookTest, CollectionsFileListsSavedNamesAndEffectiveConfigs) {
   EXPECT_EQ(j["collections"]["losses"]["save_histogram"], false);
 }
 
-TEST_F(HookTest, IncludedCollectionMustExistAndMatchSomething) {
+TEST_F(HookTest, IncludedCollectionThatMatchesNothingIsSkippedWithOneWarning) {
   HookConfig c = Config();
-  c.include_collections = {"weight"};
+  c.quiet = false;
+  c.include_collections = {"weight", "weights", "later", "relu_activations"};
   auto hook = MakeHook(std::move(c));
-  Status s = hook->Prepare();
-  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), ::testing::HasSubstr("'weight'"));
-  EXPECT_THAT(s.message(), ::testing::HasSubstr("did you mean 'weights'?"));
-  // Giving it a regex fixes it.
-  ASSERT_TRUE(hook->collections().GetOrCreate("weight")->Include("w$").ok());
-  EXPECT_TRUE(hook->Prepare().ok());
-  // A failed Prepare inside Step is reported, not thrown; the hook then saves nothing.
+  // Defined after the hook was made, before the first step (smdebug's pattern): no warning.
+  ASSERT_TRUE(hook->collections().GetOrCreate("later")->Include("^b").ok());
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(hook->Step());  // the training goes on; weights and later are saved
+  const FloatTensor w = Make({2}, 1), b = Make({2}, 5);
+  ASSERT_TRUE(hook->SaveTensor("a.weight", w.view()).ok());
+  ASSERT_TRUE(hook->SaveTensor("b", b.view()).ok());
+  hook->Step();
+  hook->Step();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, ::testing::HasSubstr("collection 'weight' is not defined (did you mean "
+                                        "'weights'?); known: all, biases, default, gradients, "
+                                        "later, losses, weights. It is skipped"));
+  EXPECT_THAT(err, ::testing::HasSubstr("collection 'relu_activations' is not defined"));
+  EXPECT_EQ(err.find("'later'"), err.rfind("'later'"));  // only in the known list
+  EXPECT_EQ(err.find("'weight' is"), err.rfind("'weight' is"));  // once, not at every step
+  EXPECT_EQ(hook->stats().errors, 0);
+  EXPECT_THAT(hook->saved_collections(), UnorderedElementsAre("weights", "later", "losses"));
+  ASSERT_TRUE(hook->Close().ok());
+  EXPECT_THAT(Read()[0].tensors, UnorderedElementsAre(::testing::Key("a.weight"),
+                                                      ::testing::Key("b")));
+  // A collection that exists but matches nothing is named as such.
   HookConfig d = Config();
-  d.include_collections = {"nothing_here"};
-  auto quiet = MakeHook(std::move(d));
-  EXPECT_FALSE(quiet->Step());
-  EXPECT_EQ(quiet->stats().errors, 1);
+  d.quiet = false;
+  d.out_dir = "/trial2";
+  d.include_collections = {"empty"};
+  auto other = MakeHook(std::move(d));
+  other->collections().GetOrCreate("empty");
+  ::testing::internal::CaptureStderr();
+  other->Step();
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              ::testing::HasSubstr("collection 'empty' has no include_regex and no tensor names"));
 }
 
 TEST_F(HookTest, CreateRejectsBadConfigurations) {

@@ -101,7 +101,7 @@ def test_get_hook_creates_from_json_once(tmp_path, monkeypatch):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(include_regex=["fc[1"]), "collection 'default': include_regex 'fc\\[1' is not a valid"),
     (dict(reduction_config={"reductions": ["mean", "l3"]}), "unknown reduction .l3."),
-    (dict(save_config=ts.SaveConfig(start_step=-2)), "start_step is -2"),
+    (dict(save_config={ts.modes.TRAIN: {"start_step": -2}}), "start_step=-2 is too small"),
     (dict(include_workers="some"), 'use "one"'),
 ])
 def test_bad_configurations_raise_at_construction(tmp_path, kwargs, message):
@@ -120,13 +120,13 @@ def test_unknown_reduction_uses_the_core_message(tmp_path):
         hook.get_collection("weights").reduction_config = {"reductions": ["median"]}
 
 
-def test_unknown_collection_raises_before_the_first_step(tmp_path):
-    hook = ts.Hook(out_dir=str(tmp_path / "t"), include_collections=["weight"], quiet=True)
+def test_unknown_collection_is_skipped_at_the_first_step(tmp_path, capfd):
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), include_collections=["weight"])
     net = Net()
     hook.register_module(net)
-    with pytest.raises(SMDebugValueError, match="did you mean 'weights'"):
-        net(torch.randn(2, 3))
+    net(torch.randn(2, 3))  # the training goes on (test_reliability_validation.py has more)
     hook.close()
+    assert "did you mean 'weights'" in capfd.readouterr().err
 
 
 def test_out_dir_of_a_finished_trial_is_refused(tmp_path):

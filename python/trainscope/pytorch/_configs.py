@@ -2,8 +2,9 @@
 
 The hook accepts trainscope's SaveConfig / SaveConfigMode / ReductionConfig, smdebug's own
 classes, and plain dicts (``{ModeKeys.TRAIN: SaveConfigMode(...)}``), so a script written for
-smdebug keeps working. Every check and every decision is made by the C++ core; these helpers
-only read attributes.
+smdebug keeps working. Step numbers are checked here as SaveConfigMode checks them (so a dict or
+an smdebug object gets the same messages, never a failed cast in the bindings); every other
+check and every decision is made by the C++ core.
 """
 
 from .. import modes as _modes
@@ -12,6 +13,7 @@ from ..reduction_config import ReductionConfig
 from ..save_config import SaveConfig, SaveConfigMode
 
 _MODE_NAMES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
+_MODE_KEYS = ("save_interval", "start_step", "end_step", "save_steps")
 
 
 def _mode_name(mode):
@@ -19,26 +21,26 @@ def _mode_name(mode):
 
 
 def save_config_mode_dict(cfg):
-    """{save_interval, start_step, end_step, save_steps} of a SaveConfigMode-like object."""
+    """{save_interval, start_step, end_step, save_steps} of a SaveConfigMode-like object or dict,
+    each value checked as SaveConfigMode checks it (SMDebugValueError naming the argument);
+    unset values stay None (the core's defaults)."""
     if isinstance(cfg, dict):
-        return {
-            "save_interval": cfg.get("save_interval"),
-            "start_step": cfg.get("start_step"),
-            "end_step": cfg.get("end_step"),
-            "save_steps": list(cfg.get("save_steps") or []),
-        }
-    try:
-        return {
-            "save_interval": cfg.save_interval,
-            "start_step": cfg.start_step,
-            "end_step": cfg.end_step,
-            "save_steps": list(cfg.save_steps or []),
-        }
-    except AttributeError:
-        raise SMDebugTypeError(
-            f"{cfg!r} is not a SaveConfigMode: pass SaveConfigMode(save_interval=..., "
-            "start_step=..., end_step=..., save_steps=[...])"
-        ) from None
+        values = {k: cfg.get(k) for k in _MODE_KEYS}
+    else:
+        try:
+            values = {k: getattr(cfg, k) for k in _MODE_KEYS}
+        except AttributeError:
+            raise SMDebugTypeError(
+                f"{cfg!r} is not a SaveConfigMode: pass SaveConfigMode(save_interval=..., "
+                "start_step=..., end_step=..., save_steps=[...])"
+            ) from None
+    checked = SaveConfigMode(**values)
+    return {
+        "save_interval": None if values["save_interval"] is None else checked.save_interval,
+        "start_step": None if values["start_step"] is None else checked.start_step,
+        "end_step": checked.end_step,
+        "save_steps": list(checked.save_steps),
+    }
 
 
 def save_config_dict(obj):
