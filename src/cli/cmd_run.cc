@@ -830,7 +830,7 @@ int RunRun(RunOptions o) {
     const std::string rec = JsonString(r.first_finding, "recommendation");
     if (!rec.empty()) std::cout << "  what to do: " << EscapeForTerminal(rec) << "\n";
   }
-  if (stop) std::cout << "\ntrainscope: " << DescribeStop(*stop, o.out);
+  if (stop) std::cout << "\n" << DescribeStop(*stop, o.out);
   std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out)
             << "   trainscope ls " << EscapeForTerminal(o.out) << "\n";
   return code;

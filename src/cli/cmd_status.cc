@@ -111,25 +111,35 @@ int RulesExitCode(const std::vector<RuleStatusView>& rules) {
 
 std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir) {
   const int64_t step = JsonInt(stop, "step", -1);
-  std::string out = "training was STOPPED by " + JsonString(stop, "rule", "a person or a script") +
-                    (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
-                    JsonString(stop, "explanation", "(no explanation given)");
-  out = EscapeForTerminal(out);
-  auto trial = Trial::Open(trial_dir);
-  if (!trial.ok()) return out + "\n";
-  const auto steps = (*trial)->Steps(Mode::kGlobal, /*show_incomplete=*/true);
-  if (steps.empty()) return out + "\n";
-  const int64_t last = steps.back();
-  const bool ended = (*trial)->training_ended();
-  out += "\n  the training " + std::string(ended ? "stopped at step " : "has saved up to step ") +
-         std::to_string(last) + " (its last saved step)";
-  if (step >= 0 && last > step) {
-    out += ", " + std::to_string(last - step) +
-           " steps after the finding: the rule evaluates each step after the training has saved "
-           "it, in a process of its own, and the training checks for the stop request at each "
-           "step boundary, so it runs on while the rule reads, evaluates and asks";
+  std::string head = "training was STOPPED by " +
+                     JsonString(stop, "rule", "a person or a script") +
+                     (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
+                     JsonString(stop, "explanation", "(no explanation given)");
+  std::string where;
+  if (auto trial = Trial::Open(trial_dir); trial.ok()) {
+    const auto steps = (*trial)->Steps(Mode::kGlobal, /*show_incomplete=*/true);
+    if (!steps.empty()) {
+      const int64_t last = steps.back();
+      where = std::string((*trial)->training_ended() ? "the training stopped at step "
+                                                     : "the training has saved up to step ") +
+              std::to_string(last) + " (its last saved step)";
+      if (step >= 0 && last > step) {
+        const int64_t later = last - step;
+        where += ", " + std::to_string(later) + (later == 1 ? " step" : " steps") +
+                 " after the finding: the rule evaluates each step after the training has saved "
+                 "it, in a process of its own, and the training checks for the stop request at "
+                 "each step boundary, so it runs on while the rule reads, evaluates and asks";
+      }
+    }
   }
-  return out + "\n";
+  // Wrapped like the tables, the second part indented under the first.
+  const size_t width = OutputWidth() > 12 ? OutputWidth() - 2 : 60;
+  std::string out;
+  for (const auto& line : WrapText(EscapeForTerminal(head), width + 2)) out += line + "\n";
+  if (!where.empty()) {
+    for (const auto& line : WrapText(where, width)) out += "  " + line + "\n";
+  }
+  return out;
 }
 
 namespace {
