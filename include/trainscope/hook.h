@@ -28,7 +28,10 @@
 // Fail open: Save*, Step and Close never throw and never stop training on an error. The first
 // error is printed once to stderr with the tensor and step (unless config.quiet); later ones are
 // counted (stats().errors). Configuration errors are returned by Create (and by Prepare, for
-// collections changed after Create).
+// collections changed after Create). Write failures (a full disk, a read-only folder) are the
+// writer's to report (once, with the file and errno; TrialWriter in writer.h): the steps lost
+// are counted in stats().steps_failed / steps_dropped, never in steps_saved, and recorded in the
+// trial as incomplete_<worker>.json beside the end marker (docs/formats/trial.md).
 //
 // Stop requests: at every Step() the hook checks whether a rule's StopTraining action (or a
 // person: trainscope_request_stop) asked the training to stop, i.e. whether
@@ -77,7 +80,13 @@ struct TensorPlan {
 };
 
 struct HookStats {
-  int64_t steps_saved = 0;      // steps that wrote at least one tensor
+  // Steps with something to save, by fate: on disk (indexed, readable), lost to an I/O error,
+  // dropped by the queue policy (drop_steps_when_full), or still queued for the I/O threads
+  // (0 after Flush() or Close()). A hook that writes nothing (dry_run, other ranks) counts none.
+  int64_t steps_saved = 0;
+  int64_t steps_failed = 0;
+  int64_t steps_dropped = 0;
+  int64_t steps_pending = 0;
   int64_t tensors_saved = 0;    // raw values written
   int64_t reductions_saved = 0;
   uint64_t raw_bytes = 0;       // bytes of raw values handed to the writer

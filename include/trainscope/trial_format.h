@@ -24,6 +24,9 @@ inline constexpr std::string_view kCollectionsDir = "collections";
 inline constexpr std::string_view kCollectionsSubdir = "000000000";
 inline constexpr std::string_view kTensorboardDir = "tensorboard";
 inline constexpr std::string_view kEndOfJobFile = "training_job_end.ts";
+// "incomplete_<worker>.json" at the trial root: that worker lost steps (trial.md).
+inline constexpr std::string_view kIncompletePrefix = "incomplete_";
+inline constexpr std::string_view kIncompleteSuffix = ".json";
 inline constexpr std::string_view kClaimFile = "claim.smd";
 inline constexpr std::string_view kTmpSuffix = ".tmp";
 inline constexpr std::string_view kEventSuffix = ".tfevents";
@@ -42,6 +45,8 @@ std::string IndexFilePath(int64_t global_step, std::string_view worker);
 std::string IndexFolder(int64_t global_step);
 // "collections/000000000/worker_0_collections.json"
 std::string CollectionsFilePath(std::string_view worker);
+// "incomplete_worker_0.json": the marker of a worker that lost steps (docs/formats/trial.md).
+std::string IncompleteMarkerPath(std::string_view worker);
 
 // Parses "000000000002_worker_0.json" (or .tfevents / .csv) into step and worker.
 struct StepFileName {

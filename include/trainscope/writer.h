@@ -30,7 +30,11 @@
 // Errors: an I/O error never reaches the training thread as a crash or an exception. The first
 // one is printed once to stderr with its path and errno and kept in first_error(); the failed
 // step's temporary files are removed, so the trial stays consistent (complete steps only), and
-// later steps are still attempted (the disk may have room again).
+// later steps are still attempted (the disk may have room again). A lost step (failed, or
+// dropped by kDropStep) is recorded in the trial: the first loss writes
+// <dir>/incomplete_<worker>.json at once, Close() rewrites it with the final counts and prints
+// one summary line (docs/formats/trial.md), and stats() counts every step written, failed and
+// dropped.
 //
 // Thread safety: BeginStep/AddTensor/EndStep/WriteCollections/Close must be called from one
 // thread at a time (the training thread). stats() and first_error() may be called from any thread.
@@ -103,8 +107,9 @@ class TrialWriter {
 
   // Blocks until every queued step is on disk. Returns first_error().
   Status Flush();
-  // Ends an open step, drains the queue, stops the thread and writes the end marker (if asked and
-  // no step was lost). Idempotent. Returns first_error().
+  // Ends an open step, drains the queue, stops the threads, writes the incomplete marker if a
+  // step was lost, then the end marker (if asked; also when steps were lost: the job ended).
+  // Idempotent. Returns first_error().
   Status Close();
 
   Status first_error() const;

@@ -570,6 +570,9 @@ void RegisterCapture(py::module_& m) {
         HookStats s = h.h().stats();
         py::dict d;
         d["steps_saved"] = s.steps_saved;
+        d["steps_failed"] = s.steps_failed;
+        d["steps_dropped"] = s.steps_dropped;
+        d["steps_pending"] = s.steps_pending;
         d["tensors_saved"] = s.tensors_saved;
         d["reductions_saved"] = s.reductions_saved;
         d["raw_bytes"] = s.raw_bytes;

@@ -76,6 +76,7 @@ class Hook::Impl {
   StopReason stop_reason;
 
   HookStats stats;
+  int64_t steps_ended = 0;  // steps handed to the writer
   Status first_error;
   std::set<std::string> warned_skipped;  // included collections already warned about
 
@@ -87,7 +88,6 @@ class Hook::Impl {
       std::fprintf(stderr, "trainscope: %s\n", s.message.c_str());
     }
   }
-
 
   int64_t current_mode_step() const { return mode_steps[static_cast<size_t>(mode) - 1]; }
 
@@ -208,9 +208,19 @@ class Hook::Impl {
     if (!writes) return Status::OK();
     TS_RETURN_IF_ERROR(EnsureWriter());
     const int num_workers = config.include_workers == IncludeWorkers::kAll ? world_size : 1;
-    TS_RETURN_IF_ERROR(writer->WriteCollections(config.collections.ToJson(num_workers)));
+    Status s = writer->WriteCollections(config.collections.ToJson(num_workers));
+    if (!s.ok()) {
+      AdoptWriterError(s);  // reported by the writer; tried again at the next step
+      return Status::OK();
+    }
     collections_exported = true;
     return Status::OK();
+  }
+
+  // An I/O error of the writer: the writer printed it once already (path and errno) and counts
+  // the steps it lost; the hook keeps it as its first error without printing it again.
+  void AdoptWriterError(const Status& s) {
+    if (!s.ok() && first_error.ok()) first_error = s;
   }
 
   void EndStep() {
@@ -218,7 +228,7 @@ class Hook::Impl {
     step_pending = false;
     if (step_open) {
       step_open = false;
-      ++stats.steps_saved;
+      ++steps_ended;
       saved_any_step = true;
       Report(writer->EndStep(), "(end of step)");
     }
@@ -409,7 +419,7 @@ Status Hook::Flush() {
   Impl& d = *impl_;
   if (d.closed || !d.writes) return d.first_error;
   if (d.saved_any_step || d.step_open) d.Report(d.ExportCollections(), "(collections)");
-  if (d.writer) d.Report(d.writer->Flush(), "(flush)");
+  if (d.writer) d.AdoptWriterError(d.writer->Flush());
   return d.first_error;
 }
 
@@ -426,11 +436,9 @@ Status Hook::Close() {
   if (!d.writes) return d.first_error;
   d.Report(d.ExportCollections(), "(collections)");
   if (d.tensorboard) d.Report(d.tensorboard->Close(), "(tensorboard)");
-  if (d.writer) {
-    Status s = d.writer->Close();
-    d.Report(s, "(closing the writer)");
-    if (!s.ok()) return d.first_error;  // steps were lost: no end marker
-  }
+  // The writer records lost steps in the trial (incomplete_<worker>.json) and says so; the job
+  // still ended, so the end marker follows (readers must not wait for ever).
+  if (d.writer) d.AdoptWriterError(d.writer->Close());
   const int num_workers = d.config.include_workers == IncludeWorkers::kAll ? d.world_size : 1;
   auto marked = capture::MarkDoneAndMaybeEnd(d.env, d.config.out_dir, d.worker, num_workers);
   if (!marked.ok()) d.Report(marked.status(), "(end marker)");
@@ -446,8 +454,17 @@ int Hook::world_size() const { return impl_->world_size; }
 bool Hook::writes() const { return impl_->writes; }
 
 HookStats Hook::stats() const {
-  HookStats s = impl_->stats;
-  s.plans_built = impl_->planner.plans_built();
+  const Impl& d = *impl_;
+  HookStats s = d.stats;
+  s.plans_built = d.planner.plans_built();
+  if (d.writer) {
+    const WriterStats w = d.writer->stats();
+    s.steps_saved = w.steps_written;
+    s.steps_failed = w.steps_failed;
+    s.steps_dropped = w.steps_dropped;
+    s.steps_pending = std::max<int64_t>(
+        0, d.steps_ended - w.steps_written - w.steps_failed - w.steps_dropped);
+  }
   return s;
 }
 

@@ -55,6 +55,13 @@ std::string IndexFilePath(int64_t global_step, std::string_view worker) {
   return p;
 }
 
+std::string IncompleteMarkerPath(std::string_view worker) {
+  std::string p(kIncompletePrefix);
+  p += worker;
+  p += kIncompleteSuffix;
+  return p;
+}
+
 std::string CollectionsFilePath(std::string_view worker) {
   std::string p(kCollectionsDir);
   p += '/';

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 #include <vector>
@@ -135,6 +136,7 @@ class TrialWriter::Impl {
     auto fits = [&] { return Accepts(bytes); };
     if (dropping_ || (options_.when_full == WriterOptions::WhenFull::kDropStep && !fits())) {
       ++stats_.steps_dropped;
+      if (first_lost_step_ < 0) first_lost_step_ = step->step();
       if (!warned_drop_ && !options_.quiet) {
         warned_drop_ = true;
         std::fprintf(stderr,
@@ -183,12 +185,31 @@ class TrialWriter::Impl {
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     closed_ = true;
-    bool lost;
+    WriterStats st;
     {
       std::lock_guard<std::mutex> l(mu_);
-      lost = stats_.steps_failed > 0;
+      st = stats_;
     }
-    if (options_.write_end_marker && !lost) {
+    if (st.steps_failed > 0 || st.steps_dropped > 0) {
+      WriteIncompleteMarker(/*final=*/true);
+      if (!options_.quiet) {
+        const Status err = first_error();
+        std::fprintf(stderr,
+                     "trainscope: the trial %s is incomplete: %lld of %lld steps were not "
+                     "written (%lld lost to I/O errors, %lld dropped)%s%s; see %s\n",
+                     dir_.c_str(),
+                     static_cast<long long>(st.steps_failed + st.steps_dropped),
+                     static_cast<long long>(st.steps_written + st.steps_failed +
+                                            st.steps_dropped),
+                     static_cast<long long>(st.steps_failed),
+                     static_cast<long long>(st.steps_dropped),
+                     err.ok() ? "" : "; first error: ", err.ok() ? "" : err.ToString().c_str(),
+                     JoinPath(dir_, trial_format::IncompleteMarkerPath(options_.worker)).c_str());
+      }
+    }
+    // The job ended, whether or not every step reached the disk: readers waiting for the end
+    // must not wait for ever; the incomplete marker says what is missing.
+    if (options_.write_end_marker) {
       Status s = WriteEndOfJob(env_, dir_);
       if (!s.ok()) RecordError(s);
     }
@@ -240,21 +261,32 @@ class TrialWriter::Impl {
       s = s.ok() ? PublishIndex(*step, index, event_path) : s;
       const uint64_t bytes = step->memory_bytes();
       const uint64_t file_bytes = step->file_size();
+      const int64_t step_number = step->step();
       step.reset();  // frees chunks and keepalives outside the lock
       if (!s.ok()) RecordError(s);
       l.lock();
       ++next_publish_;
       publish_cv_.notify_all();
       queue_bytes_ -= bytes;
-      --in_flight_;
       if (s.ok()) {
         ++stats_.steps_written;
         stats_.tensors_written += static_cast<int64_t>(index.tensors.size());
         stats_.bytes_written += file_bytes;
       } else {
         ++stats_.steps_failed;
+        if (first_lost_step_ < 0) first_lost_step_ = step_number;
       }
       room_cv_.notify_all();
+      // The first loss (an I/O error here, or a step dropped by the training thread) is
+      // recorded in the trial at once, while this step still counts as in flight (so Flush()
+      // returns after it).
+      if (!marked_incomplete_ && (stats_.steps_failed > 0 || stats_.steps_dropped > 0)) {
+        marked_incomplete_ = true;
+        l.unlock();
+        WriteIncompleteMarker(/*final=*/false);
+        l.lock();
+      }
+      --in_flight_;
       idle_cv_.notify_all();
     }
     idle_cv_.notify_all();
@@ -342,6 +374,40 @@ class TrialWriter::Impl {
     return Status::OK();
   }
 
+  // <dir>/incomplete_<worker>.json (docs/formats/trial.md): what this writer lost so far.
+  // Written at the first loss, so a reader following the trial or opening it after a SIGKILL
+  // sees it, and again by Close() with the final counts ("final": true), each time atomically.
+  // When the disk has no room for the content, an empty file (which needs no data block) still
+  // says that steps were lost. Failures here are not reported again: the loss was.
+  void WriteIncompleteMarker(bool final) {
+    std::lock_guard<std::mutex> ml(marker_mu_);
+    WriterStats st;
+    Status err;
+    int64_t first_lost;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      st = stats_;
+      err = first_error_;
+      first_lost = first_lost_step_;
+    }
+    nlohmann::json j = {{"worker", options_.worker},
+                        {"final", final},
+                        {"steps_written", st.steps_written},
+                        {"steps_failed", st.steps_failed},
+                        {"steps_dropped", st.steps_dropped},
+                        {"first_lost_step", first_lost},
+                        {"first_error", err.ok() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(err.ToString())}};
+    const std::string path =
+        JoinPath(dir_, trial_format::IncompleteMarkerPath(options_.worker));
+    const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (env_->WriteFileAtomic(path, text + "\n", options_.sync).ok()) return;
+    if (!env_->FileExists(path)) {
+      auto f = env_->NewWritableFile(path);
+      if (f.ok()) (void)(*f)->Close();
+    }
+  }
+
   void RecordError(const Status& s) {
     std::lock_guard<std::mutex> l(mu_);
     if (!first_error_.ok()) return;
@@ -386,6 +452,9 @@ class TrialWriter::Impl {
   uint64_t next_publish_ = 0;  // turn whose index goes out next
   bool stop_ = false;
   bool warned_drop_ = false;
+  bool marked_incomplete_ = false;  // the incomplete marker was written once
+  int64_t first_lost_step_ = -1;    // first step failed or dropped
+  std::mutex marker_mu_;            // one marker write at a time (after mu_, never inside it)
   WriterStats stats_;
   Status first_error_;
 

@@ -412,8 +412,11 @@ TEST_F(HookTest, FailsOpenWhenTheDiskIsFull) {
   }
   Status s = hook->Close();
   EXPECT_FALSE(s.ok());
-  EXPECT_GE(hook->stats().errors, 1);
-  EXPECT_FALSE(Ended());  // steps were lost: no end marker
+  EXPECT_EQ(hook->stats().steps_failed, 3);
+  EXPECT_EQ(hook->stats().steps_saved, 0);
+  // The job ended (the end marker) and lost its steps (the incomplete marker).
+  EXPECT_TRUE(Ended());
+  EXPECT_TRUE(env_->FileExists("/trial/incomplete_worker_0.json"));
 }
 
 TEST_F(HookTest, SaveStatsWritesPlannedReductionsFromGivenStatistics) {
@@ -492,6 +495,47 @@ TEST_F(HookTest, CreateFromJsonFileReadsTheEnvironment) {
   EXPECT_FALSE((*hook)->Step());
   ASSERT_TRUE((*hook)->Close().ok());
   EXPECT_THAT(testing::ListFiles(env, dir + "/trial"), ::testing::Contains("training_job_end.ts"));
+}
+
+TEST_F(HookTest, WriteFailuresAreReportedOnceCountedAndMarkedInTheTrial) {
+  FaultInjectionEnv fault(env_.get());
+  HookConfig c = Config();
+  c.env = &fault;
+  c.quiet = false;
+  c.include_collections = {"weights"};
+  c.save_config = SaveConfig(SaveConfigMode{.save_interval = 1});
+  auto hook = MakeHook(std::move(c));
+  const FloatTensor w = Make({256}, 1);  // 1 KiB a step
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 10; ++i) {
+    hook->Step();
+    if (i == 5) {
+      ASSERT_TRUE(hook->Flush().ok());  // steps 0-4 are on disk
+      fault.SetDiskSpaceLeft(0);        // the disk is full from step 5 on
+    }
+    ASSERT_TRUE(hook->SaveTensor("a.weight", w.view()).ok());  // never an error to the trainer
+  }
+  const Status s = hook->Close();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(s.os_errno(), ENOSPC) << s.ToString();
+  const HookStats st = hook->stats();
+  EXPECT_EQ(st.steps_saved, 5);  // only the steps that reached the disk
+  EXPECT_EQ(st.steps_failed, 5);
+  EXPECT_EQ(st.steps_dropped, 0);
+  EXPECT_EQ(st.steps_pending, 0);
+  EXPECT_EQ(st.errors, 0);  // I/O losses are counted as steps, not as capture errors
+  // Reported once (the file and errno), then one summary line at the end.
+  const std::string report = "writing the trial /trial failed";
+  ASSERT_NE(err.find(report), std::string::npos) << err;
+  EXPECT_EQ(err.find(report), err.rfind(report)) << err;
+  EXPECT_THAT(err, ::testing::HasSubstr(std::strerror(ENOSPC)));
+  EXPECT_THAT(err, ::testing::HasSubstr("write /trial/"));  // the file
+  EXPECT_THAT(err, ::testing::HasSubstr("the trial /trial is incomplete: 5 of 10 steps were not "
+                                        "written (5 lost to I/O errors, 0 dropped)"));
+  EXPECT_EQ(err.find("could not save"), std::string::npos) << err;
+  EXPECT_EQ(Steps(Read()), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(Ended());  // the job ended; the marker says the trial is incomplete
+  EXPECT_TRUE(env_->FileExists("/trial/incomplete_worker_0.json"));
 }
 
 }  // namespace

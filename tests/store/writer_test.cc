@@ -1,6 +1,7 @@
 #include "trainscope/writer.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -287,7 +288,60 @@ TEST(TrialWriterTest, FullDiskLosesOnlyTheFailedStep) {
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
     EXPECT_EQ(f.find("000000000003"), std::string::npos) << f;
   }
-  EXPECT_FALSE(mem->FileExists("/t/training_job_end.ts"));  // a step was lost
+  // The job ended (readers must not wait for ever), and the trial says what it lost.
+  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));
+  auto marker = nlohmann::json::parse(*mem->ReadFile("/t/incomplete_worker_0.json"));
+  EXPECT_EQ(marker["worker"], "worker_0");
+  EXPECT_EQ(marker["final"], true);
+  EXPECT_EQ(marker["steps_written"], 4);
+  EXPECT_EQ(marker["steps_failed"], 1);
+  EXPECT_EQ(marker["steps_dropped"], 0);
+  EXPECT_EQ(marker["first_lost_step"], 3);
+  EXPECT_NE(marker["first_error"].get<std::string>().find(std::strerror(ENOSPC)),
+            std::string::npos);
+}
+
+TEST(TrialWriterTest, TheFirstLossIsMarkedInTheTrialAtOnce) {
+  auto mem = NewMemEnv();
+  FaultInjectionEnv env(mem.get());
+  WriterOptions opts;
+  opts.env = &env;
+  opts.quiet = true;
+  opts.io_threads = 1;  // step 1 is on disk before step 2 fails
+  auto w = TrialWriter::Open("/t", opts);
+  ASSERT_TRUE(w.ok());
+  WriteStep(w->get(), 0, 1000);
+  ASSERT_TRUE((*w)->Flush().ok());
+  EXPECT_FALSE(mem->FileExists("/t/incomplete_worker_0.json"));  // nothing lost yet
+  env.SetDiskSpaceLeft(3000);  // step 1 fits, step 2 does not
+  WriteStep(w->get(), 1, 1000);
+  WriteStep(w->get(), 2, 100000);
+  EXPECT_EQ((*w)->Flush().os_errno(), ENOSPC);
+  // Before Close (a SIGKILL now would leave it): the marker of the loss so far. The disk is
+  // full, so its content may not fit: then it is an empty file.
+  ASSERT_TRUE(mem->FileExists("/t/incomplete_worker_0.json"));
+  EXPECT_EQ(*mem->ReadFile("/t/incomplete_worker_0.json"), "");
+  env.SetDiskSpaceLeft(-1);
+  WriteStep(w->get(), 3, 1000);
+  (void)(*w)->Close();
+  auto marker = nlohmann::json::parse(*mem->ReadFile("/t/incomplete_worker_0.json"));
+  EXPECT_EQ(marker["final"], true);
+  EXPECT_EQ(marker["steps_written"], 3);
+  EXPECT_EQ(marker["steps_failed"], 1);
+  EXPECT_EQ(marker["first_lost_step"], 2);
+  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));
+}
+
+TEST(TrialWriterTest, ACompleteTrialHasNoIncompleteMarker) {
+  auto mem = NewMemEnv();
+  WriterOptions opts;
+  opts.env = mem.get();
+  auto w = TrialWriter::Open("/t", opts);
+  ASSERT_TRUE(w.ok());
+  for (int64_t s = 0; s < 3; ++s) WriteStep(w->get(), s, 100);
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_FALSE(mem->FileExists("/t/incomplete_worker_0.json"));
+  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));
 }
 
 TEST(TrialWriterTest, FailingSyncIsReported) {
@@ -406,7 +460,12 @@ TEST_P(DropStepPolicyTest, CountsDrops) {
   auto steps = ReadTrialChecked(mem.get(), "/t");
   EXPECT_EQ(steps.size(), static_cast<size_t>(n + 1));
   for (int64_t s = 0; s <= n; ++s) EXPECT_EQ(steps.count(s), 1u) << s;
-  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));  // dropping is not losing to errors
+  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));
+  // The trial says what it lacks.
+  auto marker = nlohmann::json::parse(*mem->ReadFile("/t/incomplete_worker_0.json"));
+  EXPECT_EQ(marker["steps_dropped"], 2);
+  EXPECT_EQ(marker["steps_failed"], 0);
+  EXPECT_EQ(marker["steps_written"], n + 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(TrialWriterIoThreads, DropStepPolicyTest, ::testing::Values(1, 2, 3));
@@ -562,7 +621,8 @@ TEST(TrialWriterTest, FullDiskWithIoThreadsKeepsTheTrialConsistent) {
   for (const std::string& f : ListFiles(mem.get(), "/t")) {
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
   }
-  EXPECT_FALSE(mem->FileExists("/t/training_job_end.ts"));
+  EXPECT_TRUE(mem->FileExists("/t/training_job_end.ts"));
+  EXPECT_TRUE(mem->FileExists("/t/incomplete_worker_0.json"));
 }
 
 TEST(TrialWriterTest, BlockPolicyWaitsAndLosesNothing) {
