@@ -259,6 +259,21 @@ def test_a_damaged_status_file_is_named_not_shown_in_progress(tmp_path, content,
             assert r["status"] == "Unreadable" and str(path) in r["error"]
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_status_file_that_is_not_a_regular_file_is_refused_not_read(tmp_path, kind):
+    # A FIFO would block a read for ever; /dev/zero would fill memory.
+    rule = tmp_path / "rule-output" / "ExplodingTensor"
+    rule.mkdir(parents=True)
+    path = rule / "status.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    p = _cli("status", tmp_path, timeout=30)
+    assert p.returncode == 7, (p.returncode, p.stderr)
+    assert str(path) in p.stderr and "not a regular file" in p.stderr, p.stderr
+
+
 # ---- 8. one run per output folder --------------------------------------------------------------
 
 
