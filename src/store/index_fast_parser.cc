@@ -247,7 +247,8 @@ bool FastParseIndexFile(std::string_view text, IndexFileView* out) {
   if (!mode) return false;
   out->mode = *mode;
   if (!out->tensors.empty()) {
-    if (!has_event_file || !RelativeInsideTrial(event_file)) return false;
+    // An empty name: entries for step bookkeeping only (ParseIndexFile accepts it too).
+    if (!has_event_file || (!event_file.empty() && !RelativeInsideTrial(event_file))) return false;
     out->event_file_name = event_file;
   } else if (!(seen & 2)) {
     out->event_file_name = has_event_file ? event_file : std::string_view();

@@ -336,6 +336,11 @@ Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& t
 }
 
 Result<Tensor> Trial::Impl::Read(const StepEntries& e, const StepEntries::Entry& entry) {
+  if (e.event_file.empty()) {
+    return Status::NotFound("TensorUnavailableForStep: " + e.tensor + " at step " +
+                            std::to_string(e.global_step) + " (worker " + e.worker +
+                            "): its index entry names no event file (has_reductions=false)");
+  }
   RecordSpec spec;
   spec.display_path = e.event_file;
   spec.path = (!e.event_file.empty() && e.event_file[0] == '/') ? e.event_file
