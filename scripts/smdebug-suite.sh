@@ -13,7 +13,9 @@
 # - "trainscope" side: `python -m trainscope.smdebug --force -m pytest FILE`: every
 #   `import smdebug...` resolves to trainscope's alias modules (docs/compat.md).
 #
-# Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_TIMEOUT (seconds per file and
+# Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_NUMPY2_COMPAT (1, the default:
+# smdebug runs with the repository's numpy-2 patch of its writer; 0: as installed),
+# SMDEBUG_SUITE_TIMEOUT (seconds per file and
 # side, default 300), SMDEBUG_SUITE_WORK (scratch folder, default a new one under /tmp; the
 # junit XML and logs of every run stay there). Exit status 0 when the table was printed.
 set -euo pipefail
@@ -28,6 +30,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 TIMEOUT=${SMDEBUG_SUITE_TIMEOUT:-300}
 WORK=${SMDEBUG_SUITE_WORK:-$(mktemp -d /tmp/smdebug-suite.XXXXXX)}
+NUMPY2_COMPAT=${SMDEBUG_SUITE_NUMPY2_COMPAT:-1}
+# smdebug 1.0.34's writer calls ndarray.tostring(), gone in numpy 2.3: on the smdebug side the
+# repository's outside patch (tests/data/smdebug/smdebug_numpy2_compat.py) is installed first,
+# so smdebug is measured as it runs under the numpy it was written for.
+NUMPY2_LAUNCH='import sys; sys.path.insert(0, sys.argv.pop(1)); import smdebug_numpy2_compat as c; c.install(); import pytest; sys.exit(pytest.main(sys.argv[1:]))'
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(tests/pytorch tests/core tests/analysis)
 
@@ -57,8 +64,14 @@ run_side() {  # side file
   local side=$1 file=$2 key
   key=$(echo "$file" | tr '/' '_')
   local cmd=("$PY")
-  [[ $side == trainscope ]] && cmd+=(-m trainscope.smdebug --force)
-  cmd+=(-m pytest -q -rfE --tb=short -p no:cacheprovider -p no:warnings --junitxml="results/$side/$key.xml" "$file")
+  if [[ $side == trainscope ]]; then
+    cmd+=(-m trainscope.smdebug --force -m pytest)
+  elif [[ $NUMPY2_COMPAT == 1 ]]; then
+    cmd+=(-c "$NUMPY2_LAUNCH" "$ROOT/tests/data/smdebug")
+  else
+    cmd+=(-m pytest)
+  fi
+  cmd+=( -q -rfE --tb=short -p no:cacheprovider -p no:warnings --junitxml="results/$side/$key.xml" "$file")
   echo "[$side] $file" >&2
   timeout -k 10 "$TIMEOUT" "${cmd[@]}" >"results/$side/$key.log" 2>&1 || true
 }

@@ -13,6 +13,8 @@ from .exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugVal
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
 
+# The top-level keys of a collections file.
+COLLECTIONS_FILE_KEYS = ("collections", "_meta")
 # Where a trial keeps its collections files (smdebug's layout; docs/formats/trial.md).
 COLLECTIONS_DIR = os.path.join("collections", "000000000")
 
@@ -144,7 +146,7 @@ class CollectionManager:
     atomically; ``load(path)`` / ``load_from_string(text)`` read one. Not thread-safe.
     """
 
-    ALLOWED_PARAMS = ("collections", "_meta")
+    ALLOWED_PARAMS = COLLECTIONS_FILE_KEYS
 
     def __init__(self, collections=None, create_default=False):
         self.collections = {} if collections is None else collections

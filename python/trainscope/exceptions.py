@@ -216,7 +216,8 @@ class TrialNotReady(TrainscopeError, TimeoutError):
         )
 
 
-__all__ = [name for name, obj in list(globals().items()) if isinstance(obj, type)]
+__all__ = [name for name, obj in list(globals().items())
+           if isinstance(obj, type) and issubclass(obj, BaseException)]
 
 
 class TrainingStopped(SystemExit):

@@ -11,6 +11,15 @@ import numpy as np
 
 from ..exceptions import SMDebugTypeError, SMDebugValueError
 
+# smdebug.core.access_layer.utils
+END_OF_JOB_FILENAME = "training_job_end.ts"
+ENV_RULE_STOP_SIGNAL_FILENAME = "SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE"
+DEFAULT_GRACETIME_FOR_RULE_STOP_SEC = 60
+
+# smdebug.core.modes
+MODE_STEP_PLUGIN_NAME = "mode_step"
+MODE_PLUGIN_NAME = "mode"
+
 __all__ = [
     "FRAMEWORK", "ensure_dir", "flatten", "get_immediate_subdirectories", "get_logger",
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",

@@ -1,3 +1,3 @@
 """smdebug.profiler.profiler_constants."""
 
-from trainscope.smdebug.constants import *  # noqa: F401,F403
+from trainscope.smdebug.profiler_constants import *  # noqa: F401,F403

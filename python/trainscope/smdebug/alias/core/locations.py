@@ -1,0 +1,3 @@
+"""smdebug.core.locations."""
+
+from trainscope.smdebug.files import IndexFileLocationUtils, TensorFileLocation  # noqa: F401

@@ -1,0 +1,3 @@
+"""smdebug.core.writer."""
+
+from trainscope.smdebug.files import FileWriter  # noqa: F401

@@ -1,0 +1,38 @@
+"""smdebug.profiler.profiler_constants' names with smdebug's values (re-exported by that
+alias module)."""
+
+DEFAULT_PREFIX = "framework/pevents"
+DEFAULT_SYSTEM_PROFILER_PREFIX = "system"
+TRACE_DIRECTORY_FORMAT = "%Y%m%d%H"
+PYTHONTIMELINE_SUFFIX = "pythontimeline.json"
+MODELTIMELINE_SUFFIX = "model_timeline.json"
+TENSORBOARDTIMELINE_SUFFIX = "trace.json.gz"
+HOROVODTIMELINE_SUFFIX = "horovod_timeline.json"
+SMDATAPARALLELTIMELINE_SUFFIX = "smdataparallel_timeline.json"
+MERGEDTIMELINE_SUFFIX = "merged_timeline.json"
+PT_DATALOADER_WORKER = "DataLoaderWorker"
+PT_DATALOADER_ITER = "DataLoaderIter"
+PT_DATALOADER_INITIALIZE = "DataLoaderIterInitialize"
+TF_DATALOADER_ITER = "DataIterator"
+ENV_TIME_BUFFER = "TIME_BUFFER_MICROSECONDS"
+TIME_BUFFER_DEFAULT = 3 * 60 * 1000 * 1000
+ENV_TRAIILING_DURATION = "TRAILING_DURATION_MICROSECONDS"  # smdebug's spelling
+TRAILING_DURATION_DEFAULT = 5 * 60 * 1000 * 1000
+CONFIG_PATH_DEFAULT = "/opt/ml/input/config/profilerconfig.json"
+CONVERT_TO_MICROSECS = 1000000
+CONVERT_MICRO_TO_NS = 1000
+MAX_FILE_SIZE_DEFAULT = 10485760
+CLOSE_FILE_INTERVAL_DEFAULT = 60
+FILE_OPEN_FAIL_THRESHOLD_DEFAULT = 50
+BASE_FOLDER_DEFAULT = "/opt/ml/output/profiler"
+PYTHON_PROFILING_START_STEP_DEFAULT = 9
+PROFILING_NUM_STEPS_DEFAULT = 1
+PROFILER_DURATION_DEFAULT = float("inf")
+TF_METRICS_PREFIX = "aws_marker-"
+TF_DATALOADER_START_FLAG_FILENAME = "tf_dataloader_start_flag.tmp"
+TF_DATALOADER_END_FLAG_FILENAME = "tf_dataloader_end_flag.tmp"
+CPROFILE_STATS_FILENAME = "python_stats"
+PYINSTRUMENT_JSON_FILENAME = "python_stats.json"
+PYINSTRUMENT_HTML_FILENAME = "python_stats.html"
+CPROFILE_NAME = "cprofile"
+PYINSTRUMENT_NAME = "pyinstrument"
