@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "cli/trial_folder.h"
 #include "trainscope/env.h"
 #include "trainscope/metrics_reader.h"
@@ -41,10 +42,6 @@ std::string JoinPath(const std::string& a, const std::string& b) {
 
 int RunTimeline(const TimelineOptions& o) {
   Env* env = Env::Default();
-  if (Status s = CheckTrialFolder(o.dir); !s.ok()) {
-    std::fprintf(stderr, "trainscope timeline: %s\n", s.message().c_str());
-    return kExitFailure;
-  }
   const bool by_time = o.start_us != kUnset || o.end_us != kUnset;
   const bool by_step = o.start_step != kUnset || o.end_step != kUnset;
   if (by_time && by_step) {
@@ -52,6 +49,11 @@ int RunTimeline(const TimelineOptions& o) {
                  "trainscope timeline: give a time range (--start-us/--end-us) or a step range "
                  "(--start-step/--end-step), not both\n");
     return kExitUsage;
+  }
+  // Usage errors first, then the folder.
+  if (Status s = CheckTrialFolder(o.dir); !s.ok()) {
+    std::fprintf(stderr, "trainscope timeline: %s\n", EscapeForTerminal(s.message()).c_str());
+    return kExitFailure;
   }
   MergeTimelineOptions m;
   m.include_system = !o.no_system;
@@ -68,7 +70,7 @@ int RunTimeline(const TimelineOptions& o) {
     if (!range.ok()) {
       std::fprintf(stderr, "trainscope timeline: steps [%lld, %lld): %s\n",
                    static_cast<long long>(a), static_cast<long long>(b),
-                   range.status().ToString().c_str());
+                   EscapeForTerminal(range.status().ToString()).c_str());
       return kExitFailure;
     }
     m.start_us = range->start_us;
@@ -77,7 +79,8 @@ int RunTimeline(const TimelineOptions& o) {
   const std::string out = o.out.empty() ? JoinPath(o.dir, "merged_timeline.json") : o.out;
   auto merged = MergeTimeline(env, o.dir, out, m);
   if (!merged.ok()) {
-    std::fprintf(stderr, "trainscope timeline: %s\n", merged.status().ToString().c_str());
+    std::fprintf(stderr, "trainscope timeline: %s\n",
+                 EscapeForTerminal(merged.status().ToString()).c_str());
     return merged.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   auto text = env->ReadFile(out);
@@ -101,16 +104,16 @@ int RunTimeline(const TimelineOptions& o) {
                      {"metadata_events", r.metadata_events},
                      {"warnings", r.warnings}};
     if (!valid.ok()) j["error"] = valid.ToString();
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
-    std::cout << "trial      " << o.dir << "\n"
-              << "output     " << out << "\n"
+    std::cout << "trial      " << EscapeForTerminal(o.dir) << "\n"
+              << "output     " << EscapeForTerminal(out) << "\n"
               << "system     " << r.counter_events << " counter events\n"
               << "framework  " << r.framework_events << " span events\n"
               << "operators  " << r.detailed_events << " torch.profiler events\n"
               << "rules      " << r.rule_events << " findings\n"
               << "metadata   " << r.metadata_events << " events\n";
-    for (const auto& w : r.warnings) std::cout << "warning    " << w << "\n";
+    for (const auto& w : r.warnings) std::cout << "warning    " << EscapeForTerminal(w) << "\n";
     if (valid.ok()) {
       std::cout << "valid      yes (strict trace-event check); open it in Perfetto "
                    "(ui.perfetto.dev) or chrome://tracing\n";
@@ -118,7 +121,7 @@ int RunTimeline(const TimelineOptions& o) {
   }
   if (!valid.ok()) {
     std::fprintf(stderr, "trainscope timeline: the merged trace %s is not valid: %s\n",
-                 out.c_str(), valid.ToString().c_str());
+                 EscapeForTerminal(out).c_str(), EscapeForTerminal(valid.ToString()).c_str());
     return kExitFailure;
   }
   return kExitOk;
