@@ -1,4 +1,6 @@
-// AllZero (docs/rules/AllZero.md): at least threshold % of a tensor's values are zero.
+// AllZero (docs/rules/AllZero.md): at least threshold % of a tensor's values are zero. Without
+// collection_names or tensor_regex it checks nothing and says so in its status (so that
+// `trainscope run --rules all` starts).
 #include "rules/builtin.h"
 
 namespace trainscope::rules_internal {
@@ -19,10 +21,6 @@ class AllZero : public BuiltinRule {
   }
 
   Status Validate() const {
-    if (selection_.empty()) {
-      return Status::InvalidArgument(
-          "AllZero: set collection_names or tensor_regex (which tensors to check)");
-    }
     if (!(threshold_ > 0 && threshold_ <= 100)) {
       return Status::InvalidArgument("AllZero: threshold must be in (0, 100]");
     }
@@ -30,8 +28,9 @@ class AllZero : public BuiltinRule {
   }
 
   Result<Verdict> InvokeAtStep(int64_t step) override {
-    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     Verdict v;
+    if (selection_.empty()) return v;
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     for (const auto& name : names) {
       auto zf = data().ReductionValue(name, step, Reduction{ReductionOp::kZeroFraction, false});
       if (!zf.ok()) {
@@ -57,6 +56,12 @@ class AllZero : public BuiltinRule {
       v.Add(std::move(f));
     }
     return v;
+  }
+
+  std::string StatusNote() const override {
+    if (!selection_.empty()) return {};
+    return "nothing was checked: AllZero needs collection_names or tensor_regex (which tensors "
+           "to check), e.g. tensor_regex=<model>_input_0 for the model's input";
   }
 
   std::vector<CollectionRequest> RequiredCollections() const override {

@@ -1,5 +1,7 @@
 // DeadRelu (docs/rules/DeadRelu.md): more than threshold_layer % of a ReLU layer's units are
-// active (> 0) in fewer than threshold_inactivity % of the samples.
+// active (> 0) in fewer than threshold_inactivity % of the samples, or at least
+// threshold_layer_zeros % of all the layer's outputs are zero (most of the layer is dead,
+// whatever the split between units that never fire and units that fire rarely).
 #include <map>
 
 #include "rules/builtin.h"
@@ -20,12 +22,16 @@ class DeadRelu : public BuiltinRule {
             {"threshold_inactivity", ParamType::kDouble, "1.0",
              "a unit is dead if active (> 0) in fewer than this % of samples"},
             {"threshold_layer", ParamType::kDouble, "50.0",
-             "the rule fires when more than this % of a layer's units are dead"}};
+             "the rule fires when more than this % of a layer's units are dead"},
+            {"threshold_layer_zeros", ParamType::kDouble, "90.0",
+             "the rule also fires when at least this % of a layer's outputs are zero (100: "
+             "off)"}};
   }
 
   explicit DeadRelu(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
     inactivity_ = params().Double("threshold_inactivity") / 100.0;
     layer_ = params().Double("threshold_layer") / 100.0;
+    zeros_ = params().Double("threshold_layer_zeros") / 100.0;
     selection_ = SelectionFromParams(/*all_if_empty=*/false, {}, {kDefaultRegex});
     // With the default regex, tensors with negative values are not ReLU outputs ("act" may be
     // GELU or tanh) and are skipped; tensors the user names are taken as they are.
@@ -41,6 +47,10 @@ class DeadRelu : public BuiltinRule {
     if (!(inactivity_ > 0 && inactivity_ <= 1) || !(layer_ >= 0 && layer_ < 1)) {
       return Status::InvalidArgument("DeadRelu: threshold_inactivity must be in (0, 100] and "
                                      "threshold_layer in [0, 100)");
+    }
+    if (!(zeros_ > 0 && zeros_ <= 1)) {
+      return Status::InvalidArgument("DeadRelu: threshold_layer_zeros must be in (0, 100], got " +
+                                     Num(zeros_ * 100.0));
     }
     return Status::OK();
   }
@@ -77,22 +87,41 @@ class DeadRelu : public BuiltinRule {
       // to be told apart from chance: accumulate consecutive saved steps until there are.
       if (a.samples < min_samples_) continue;
       int64_t dead = 0;
+      int64_t active_values = 0;
       for (int64_t n : a.active) {
         if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++dead;
+        active_values += n;
       }
       const double fraction = static_cast<double>(dead) / static_cast<double>(layout.units);
+      const double zero_fraction =
+          1.0 - static_cast<double>(active_values) /
+                    (static_cast<double>(a.samples) * static_cast<double>(layout.units));
       const int64_t samples = a.samples;
       a.Reset();
-      if (!(fraction > layer_)) continue;
+      const bool units_dead = fraction > layer_;
+      const bool values_zero = zeros_ < 1.0 ? zero_fraction >= zeros_ : zero_fraction >= 1.0;
+      if (!units_dead && !values_zero) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
-      f.value = fraction * 100.0;
-      f.threshold = layer_ * 100.0;
-      f.condition = "dead units (% of layer) > threshold_layer";
-      f.explanation = std::to_string(dead) + " of " + std::to_string(layout.units) + " units of " +
-                      name + " (" + Percent(fraction) + ") were active in fewer than " +
-                      Percent(inactivity_) + " of " + std::to_string(samples) +
-                      " samples: they are dead and pass no gradient";
+      if (units_dead) {
+        f.value = fraction * 100.0;
+        f.threshold = layer_ * 100.0;
+        f.condition = "dead units (% of layer) > threshold_layer";
+        f.explanation = std::to_string(dead) + " of " + std::to_string(layout.units) +
+                        " units of " + name + " (" + Percent(fraction) +
+                        ") were active in fewer than " + Percent(inactivity_) + " of " +
+                        std::to_string(samples) + " samples (" + Percent(zero_fraction) +
+                        " of the layer's outputs are zero): they are dead and pass no gradient";
+      } else {
+        f.value = zero_fraction * 100.0;
+        f.threshold = zeros_ * 100.0;
+        f.condition = "zero outputs (% of layer) >= threshold_layer_zeros";
+        f.explanation = Percent(zero_fraction) + " of the outputs of " + name + " over " +
+                        std::to_string(samples) + " samples of " + std::to_string(layout.units) +
+                        " units are zero (" + std::to_string(dead) +
+                        " units never active): most of the layer is dead and passes almost no "
+                        "gradient";
+      }
       f.recommendation =
           "dead ReLUs come from a too high learning rate or large negative biases: lower the "
           "learning rate, use LeakyReLU/GELU/ELU, initialise with He (kaiming_normal_) and zero "
@@ -125,7 +154,7 @@ class DeadRelu : public BuiltinRule {
   }
 
  private:
-  double inactivity_, layer_;
+  double inactivity_, layer_, zeros_;
   bool skip_negative_;
   int64_t min_samples_;
   TensorSelection selection_;

@@ -1,26 +1,83 @@
-// LossNotDecreasing (docs/rules/LossNotDecreasing.md): the mean loss over a window of num_steps
-// steps did not drop by diff_percent % against any of the kBaselineWindows windows before it, or
-// rose by more than increase_threshold_percent % against the previous window, by more than
-// kRiseSignificance standard errors of the batch noise.
+// LossNotDecreasing (docs/rules/LossNotDecreasing.md). Two conditions, chosen by `condition`:
+//
+// - "trend" (default): judges each loss series against its own noise level and its start. Per
+//   window of num_steps steps: diverging (the window's median is divergence_factor times the
+//   initial level), rising (significantly and lastingly above the best level seen, having lost
+//   half of the progress made), or not learning (never dropped meaningfully below the initial
+//   level, and no significant downward trend: Mann-Kendall over the last kHistoryValues values).
+//   A series that learned and then flattens has converged: not an issue, reported in the status
+//   message. With several loss series (a GAN's two optimizers, loss components), a finding needs
+//   every series to be in trouble at once.
+// - "window" (smdebug's, noise-aware): the mean loss over a window did not drop by diff_percent %
+//   against any of the kBaselineWindows windows before it, or rose by more than
+//   increase_threshold_percent % against the previous window, by more than kRiseSignificance
+//   standard errors of the batch noise.
+//
+// With mode=EVAL or PREDICT, whole evaluation passes are compared (the "window" condition).
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "rules/loss_util.h"
 
 namespace trainscope::rules_internal {
 namespace {
 
+// Mann-Kendall trend statistic of xs (in order): z > 0 for a rising series, < 0 for a falling
+// one, |z| above ~2.5 is significant at 1 % (ties ignored in the variance). 0 with fewer than 8
+// values (too few to tell).
+double MannKendallZ(const std::deque<double>& xs) {
+  const size_t n = xs.size();
+  if (n < 8) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) s += (xs[j] > xs[i]) - (xs[j] < xs[i]);
+  }
+  const double dn = static_cast<double>(n);
+  const double var = dn * (dn - 1) * (2 * dn + 5) / 18.0;
+  if (s == 0) return 0.0;
+  return (s - (s > 0 ? 1.0 : -1.0)) / std::sqrt(var);
+}
+
+// The noise variance of one value of a series with a slow trend: half the mean squared
+// difference of successive values (von Neumann); a trend adds only its squared step. -1 with
+// fewer than 2 values.
+double NoiseVariance(const std::deque<double>& xs) {
+  if (xs.size() < 2) return -1.0;
+  double sum = 0;
+  for (size_t i = 1; i < xs.size(); ++i) sum += (xs[i] - xs[i - 1]) * (xs[i] - xs[i - 1]);
+  return sum / (2.0 * static_cast<double>(xs.size() - 1));
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) {
+    m = (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2.0;
+  }
+  return m;
+}
+
 class LossNotDecreasing : public BuiltinRule {
  public:
   static constexpr const char* kName = "LossNotDecreasing";
-  // The current window must be lower than each of this many windows before it: a slowly
-  // improving run's progress over one window can be smaller than the batch noise of a window
-  // mean, its progress over several windows is not (docs/rules/LossNotDecreasing.md).
+  // "window" condition: the current window must be lower than each of this many windows before
+  // it (docs/rules/LossNotDecreasing.md).
   static constexpr size_t kBaselineWindows = 3;
-  // A rise counts when it is also this many standard errors of the difference of the two window
-  // means (Welch): a noisy window of small losses can be 10 % above the previous one by chance.
+  // A rise counts when it is also this many standard errors of the difference of the two means.
   static constexpr double kRiseSignificance = 3.0;
+  // "trend" condition constants (docs/rules/LossNotDecreasing.md, "Condition").
+  static constexpr size_t kHistoryValues = 64;  // values the trend test looks at
+  static constexpr size_t kInitValues = 3;      // first values whose lowest is the start
+  static constexpr int64_t kMinWindows = 4;     // windows before "not learning" is judged
+  static constexpr size_t kMinValues = 8;       // values before "not learning" is judged
+  static constexpr double kTrendZ = 2.5;        // |Mann-Kendall z| of a significant trend
+  static constexpr double kLearnedFraction = 0.1;  // a drop of 10 % below the start is learning
+  static constexpr double kRiseFactor = 2.0;  // a rising loss has at least doubled
+
   static std::vector<ParamSpec> Specs() {
     return {CollectionNamesSpec(),
             TensorRegexSpec(),
@@ -28,17 +85,27 @@ class LossNotDecreasing : public BuiltinRule {
              "also check the tensors of the 'losses' collection"},
             {"num_steps", ParamType::kInt, "10", "window length in steps"},
             {"diff_percent", ParamType::kDouble, "0.1",
-             "minimum drop (percent) of the window mean against the previous window"},
+             "condition=window: minimum drop (percent) of the window mean against the windows "
+             "before"},
             {"increase_threshold_percent", ParamType::kDouble, "5",
              "largest rise (percent) of the window mean that is tolerated"},
             {"mode", ParamType::kString, "None",
-             "TRAIN, EVAL, PREDICT or GLOBAL; None: TRAIN steps (GLOBAL if no modes)"}};
+             "TRAIN, EVAL, PREDICT or GLOBAL; None: TRAIN steps (GLOBAL if no modes)"},
+            {"condition", ParamType::kString, "trend",
+             "trend: not learning, rising or diverging, judged against the loss's own noise "
+             "(converged is not an issue); window: smdebug's window comparison (a converged "
+             "loss fires)"},
+            {"divergence_factor", ParamType::kDouble, "10",
+             "condition=trend: a loss whose window median is this many times its initial level "
+             "has diverged (0: off)"}};
   }
 
   explicit LossNotDecreasing(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
     num_steps_ = params().Int("num_steps");
     diff_percent_ = params().Double("diff_percent");
     increase_percent_ = params().Double("increase_threshold_percent");
+    divergence_factor_ = params().Double("divergence_factor");
+    trend_ = params().String("condition") == "trend";
     selection_ = SelectionFromParams(/*all_if_empty=*/false);
     if (params().Bool("use_losses_collection")) {
       TensorSelection l = LossSelection();
@@ -56,6 +123,16 @@ class LossNotDecreasing : public BuiltinRule {
     if (params().IsSet("mode") && !mode_) {
       return Status::InvalidArgument("LossNotDecreasing: mode '" + params().String("mode") +
                                      "' is not one of TRAIN, EVAL, PREDICT, GLOBAL");
+    }
+    const std::string c = params().String("condition");
+    if (c != "trend" && c != "window") {
+      return Status::InvalidArgument("LossNotDecreasing: condition '" + c +
+                                     "' is not one of trend, window");
+    }
+    if (!(divergence_factor_ == 0 || divergence_factor_ > 1)) {
+      return Status::InvalidArgument(
+          "LossNotDecreasing: divergence_factor must be 0 (off) or > 1, got " +
+          Num(divergence_factor_));
     }
     if (selection_.empty()) {
       return Status::InvalidArgument(
@@ -83,28 +160,38 @@ class LossNotDecreasing : public BuiltinRule {
     }
     const int64_t pos = (mode_ && *mode_ == Mode::kGlobal) ? step : mode_step;
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    // Trend findings of the series whose window closed at this step; the series that closed.
+    Verdict trend;
+    std::set<std::string> closed;
     for (const auto& name : names) {
       TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), name, step));
       if (!value) continue;
       if (series_.size() >= kMaxSeries && !series_.count(name)) continue;
       Series& s = series_[name];
       if (phases) {
-        s.Add(*value);
+        s.Add(*value, false);
         continue;
       }
       if (!s.open) {
         s.start = pos;
         s.open = true;
       } else if (pos >= s.start + num_steps_) {
-        Close(name, s, step, /*phases=*/false, &v);
+        CloseAny(name, s, step, &v, &trend, &closed);
         s.start += (pos - s.start) / num_steps_ * num_steps_;
         s.open = true;
       }
-      s.Add(*value);
+      s.Add(*value, trend_);
       if (pos == s.start + num_steps_ - 1) {
-        Close(name, s, step, /*phases=*/false, &v);
+        CloseAny(name, s, step, &v, &trend, &closed);
         s.open = false;
       }
+    }
+    // Several loss series (a GAN's generator and discriminator, loss components): one rising
+    // or flat series is normal there, so a trend finding needs every series in trouble.
+    std::set<std::string> troubled;
+    for (const auto& f : trend.findings) troubled.insert(f.tensor);
+    if (!trend.findings.empty() && (series_.size() == 1 || troubled.size() == series_.size())) {
+      for (auto& f : trend.findings) v.Add(std::move(f));
     }
     return v;
   }
@@ -118,6 +205,19 @@ class LossNotDecreasing : public BuiltinRule {
       }
     }
     return v;
+  }
+
+  std::string StatusNote() const override {
+    if (!trend_) return {};
+    std::string out;
+    for (const auto& [name, s] : series_) {
+      if (s.converged_step < 0) continue;
+      if (!out.empty()) out += "; ";
+      out += name + " converged from step " + std::to_string(s.converged_step) + " (window mean " +
+             Num(s.converged_mean) + ", " + Num(s.init) +
+             " at the start): consider stopping or decaying the learning rate";
+    }
+    return out;
   }
 
   std::vector<CollectionRequest> RequiredCollections() const override {
@@ -139,7 +239,9 @@ class LossNotDecreasing : public BuiltinRule {
   size_t StateBytes() const override {
     size_t b = 0;
     for (const auto& [name, s] : series_) {
-      b += name.capacity() + sizeof(Series) + 48 + kBaselineWindows * sizeof(double);
+      b += name.capacity() + sizeof(Series) + 48 + kBaselineWindows * sizeof(double) +
+           s.values.capacity() * sizeof(double) + s.history.size() * sizeof(double) +
+           s.first.capacity() * sizeof(double);
     }
     return b;
   }
@@ -152,22 +254,186 @@ class LossNotDecreasing : public BuiltinRule {
     double sum = 0;
     double m = 0, m2 = 0;  // running mean and sum of squared deviations (Welford)
     int64_t count = 0;
-    // Means of the last windows (newest last), and the previous window's squared standard error
-    // (negative when it had a single value).
+    // condition=window: means of the last windows (newest last), and the previous window's
+    // squared standard error (negative when it had a single value).
     std::deque<double> prev;
     double prev_se2 = -1;
-    void Add(double x) {
+    // condition=trend.
+    std::vector<double> values;   // the open window's values (num_steps at most)
+    std::deque<double> history;   // the last kHistoryValues values
+    std::vector<double> first;    // the values of the first window
+    double init = NAN;            // the initial level: the median of `first`
+    double init_low = NAN;        // the lowest of the first kInitValues values
+    double best = HUGE_VAL;       // lowest window mean so far
+    double best_se2 = 0;          // its squared standard error
+    int64_t windows = 0;          // closed windows
+    int64_t count_last = 0;       // values in the last closed window
+    bool learned = false;         // dropped meaningfully below the initial level at some point
+    int64_t converged_step = -1;  // learned, then no significant trend since this step
+    double converged_mean = 0;
+    void Add(double x, bool keep) {
       sum += x;
       ++count;
       const double d = x - m;
       m += d / static_cast<double>(count);
       m2 += d * (x - m);
+      if (!keep) return;
+      values.push_back(x);
+      history.push_back(x);
+      while (history.size() > kHistoryValues) history.pop_front();
+      if (windows == 0) first.push_back(x);
     }
   };
 
-  // Closes the window of `s`: compares its mean with the windows before, notes it among them.
-  // `phases`: a window is a whole evaluation pass (no batch noise between passes of the same
-  // data): compared with the previous pass alone.
+  void CloseAny(const std::string& name, Series& s, int64_t step, Verdict* v, Verdict* trend,
+                std::set<std::string>* closed) {
+    if (!trend_) {
+      Close(name, s, step, /*phases=*/false, v);
+      return;
+    }
+    closed->insert(name);
+    CloseTrend(name, s, step, trend);
+  }
+
+  // condition=trend: closes the window of `s`; adds at most one finding to `v`.
+  void CloseTrend(const std::string& name, Series& s, int64_t step, Verdict* v) {
+    const double n = static_cast<double>(s.count);
+    const double mean = s.sum / n;
+    const double median = Median(s.values);
+    s.count_last = s.count;
+    s.sum = s.m = s.m2 = 0;
+    s.count = 0;
+    s.values.clear();
+    if (s.windows == 0) {
+      // The start: the median of the first window (robust to batch noise); for divergence the
+      // lowest of its first kInitValues values (a loss can jump within its first steps, after
+      // one huge update, and the level before the jump is the start).
+      s.init = Median(s.first);
+      s.init_low = *std::min_element(
+          s.first.begin(),
+          s.first.begin() + static_cast<std::ptrdiff_t>(std::min(s.first.size(), kInitValues)));
+    }
+    ++s.windows;
+    // Noise of one value; of this window's mean; of the initial level.
+    const double noise2 = std::max(0.0, NoiseVariance(s.history));
+    const double se2 = noise2 / n;
+    // (the variance of a median of n values is about pi/2 times that of their mean)
+    const double init_se2 = 1.57 * noise2 / static_cast<double>(s.first.size());
+    const double z = MannKendallZ(s.history);
+    // The recent trend: the last two windows' values.
+    std::deque<double> recent(
+        s.history.end() - static_cast<std::ptrdiff_t>(
+                              std::min(s.history.size(), static_cast<size_t>(2 * s.count_last))),
+        s.history.end());
+    const double z_recent = MannKendallZ(recent);
+    const double init = s.init;
+    const double best_before = s.best;
+    const double best_se2_before = s.best_se2;
+    if (mean < s.best) {
+      s.best = mean;
+      s.best_se2 = se2;
+    }
+    const double drop_from_init = init - mean;
+    if ((init > 0 && s.best < init * (1 - kLearnedFraction)) ||
+        (drop_from_init > kRiseSignificance * std::sqrt(se2 + init_se2) &&
+         drop_from_init > 0.01 * std::fabs(init))) {
+      s.learned = true;
+    }
+
+    // Diverging: the window's median (robust to one spike) is orders of magnitude above the start.
+    const double init_low = s.init_low;
+    if (divergence_factor_ > 0 && init_low > 0 && median > divergence_factor_ * init_low) {
+      s.converged_step = -1;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = median / init_low;
+      f.threshold = divergence_factor_;
+      f.condition = "window median / initial level > divergence_factor";
+      f.explanation = name + " has diverged: its median over the last window is " + Num(median) +
+                      ", " + Num(median / init_low) + " times its initial level " +
+                      Num(init_low) +
+                      " (more than divergence_factor " + Num(divergence_factor_) + ")";
+      f.recommendation =
+          "the updates blow the model up: lower the learning rate (try 10x smaller), clip "
+          "gradients (torch.nn.utils.clip_grad_norm_), add a warm-up, and check that "
+          "optimizer.zero_grad() is called every step (gradients otherwise accumulate)";
+      v->Add(std::move(f));
+      return;
+    }
+
+    // Rising: significantly above the best level seen before (the start if it never learned),
+    // by more than increase_threshold_percent, on a significantly rising trend, and (after
+    // learning) back above half of the progress made.
+    const double ref = s.learned && std::isfinite(best_before) ? std::min(best_before, init) : init;
+    const double ref_se2 = s.learned && std::isfinite(best_before) && best_before < init
+                               ? best_se2_before
+                               : init_se2;
+    const double rise = mean - ref;
+    const double rise_pct = rise / (std::fabs(ref) > 0 ? std::fabs(ref) : 1e-12) * 100.0;
+    // After learning, a rise counts when every bit of progress is lost: back above the start.
+    const bool lost_progress = !s.learned || mean > init;
+    if (rise > 0 && rise_pct > increase_percent_ && mean > kRiseFactor * ref &&
+        rise > kRiseSignificance * std::sqrt(se2 + ref_se2) && z_recent > kTrendZ &&
+        lost_progress) {
+      s.converged_step = -1;
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = rise_pct;
+      f.threshold = increase_percent_;
+      f.condition = "window mean rose by more than increase_threshold_percent, significantly";
+      f.explanation = "the mean of " + name + " over the last window is " + Num(mean) +
+                      " against " + Num(ref) + (s.learned ? " at its best" : " at the start") +
+                      ": it rose " + Num(rise_pct) + "% (more than " + Num(increase_percent_) +
+                      "%, more than doubled) on a significant upward trend (Mann-Kendall z " +
+                      Num(z_recent) +
+                      "), well beyond the batch noise";
+      f.recommendation =
+          "the loss is rising: lower the learning rate (try 10x smaller) or add a warm-up, "
+          "clip gradients, and check the data pipeline for shuffled labels or corrupted batches";
+      v->Add(std::move(f));
+      return;
+    }
+
+    // Not learning: never meaningfully below the start, confidently so (even 2 standard errors
+    // of the noise more would not make a 10 % drop), and not trending down either.
+    const bool surely_flat = drop_from_init + 2.0 * std::sqrt(se2 + init_se2) <
+                             kLearnedFraction * std::fabs(init);
+    if (!s.learned && s.windows >= kMinWindows && s.history.size() >= kMinValues &&
+        z > -kTrendZ && surely_flat) {
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = init != 0 ? drop_from_init / std::fabs(init) * 100.0 : drop_from_init;
+      f.threshold = kLearnedFraction * 100.0;
+      f.condition = "no drop below the initial level and no downward trend";
+      f.explanation = "the mean of " + name + " over the last window is " + Num(mean) +
+                      " against " + Num(init) + " at the start, after " +
+                      std::to_string(s.windows) +
+                      " windows: it has not dropped 10% (not even within 2 standard errors of the "
+                      "batch noise) and shows no downward trend (Mann-Kendall z " +
+                      Num(z) + "): the model is not learning";
+      f.recommendation =
+          "check that the optimizer holds the model's parameters and that zero_grad(), "
+          "backward() and step() are all called in that order, that no layer is frozen by "
+          "mistake and that labels match inputs; then tune the learning rate (raise it if the "
+          "loss is flat from the start)";
+      v->Add(std::move(f));
+      return;
+    }
+
+    // Converged: learned, and no significant trend left (informational, in the status).
+    if (s.learned && s.history.size() >= kMinValues && std::fabs(z) < kTrendZ) {
+      if (s.converged_step < 0) {
+        s.converged_step = step;
+        s.converged_mean = mean;
+      }
+    } else if (z <= -kTrendZ) {
+      s.converged_step = -1;  // still improving
+    }
+  }
+
+  // condition=window (and evaluation passes): closes the window of `s`: compares its mean with
+  // the windows before, notes it among them. `phases`: a window is a whole evaluation pass (no
+  // batch noise between passes of the same data): compared with the previous pass alone.
   void Close(const std::string& name, Series& s, int64_t step, bool phases, Verdict* v) {
     const double n = static_cast<double>(s.count);
     const double mean = s.sum / n;
@@ -176,6 +442,7 @@ class LossNotDecreasing : public BuiltinRule {
     s.m = 0;
     s.m2 = 0;
     s.count = 0;
+    s.values.clear();
     const size_t baseline = phases ? 1 : kBaselineWindows;
     if (!s.prev.empty()) {
       const double last = s.prev.back();
@@ -244,6 +511,8 @@ class LossNotDecreasing : public BuiltinRule {
   int64_t num_steps_;
   double diff_percent_;
   double increase_percent_;
+  double divergence_factor_;
+  bool trend_;
   std::optional<Mode> mode_;
   TensorSelection selection_;
   std::map<std::string, Series> series_;
@@ -253,7 +522,8 @@ class LossNotDecreasing : public BuiltinRule {
 
 BuiltinDef LossNotDecreasingDef() {
   return MakeDef<LossNotDecreasing>(
-      "the loss's mean over num_steps steps stopped dropping against the windows before (or rose)");
+      "the loss is not learning from the start, rising, or diverging (judged against its own noise; "
+      "a converged loss is not an issue)");
 }
 
 }  // namespace trainscope::rules_internal

@@ -207,6 +207,17 @@ class PoorWeightInitialization : public BuiltinRule {
       }
       if (t->num_elements() < kMinGradientElements || !IsNumeric(t->dtype)) continue;
       std::vector<double> g = ToDoubles(*t);
+      // A sparse gradient (an embedding's: zero for every token not in the batch, by design)
+      // is judged on the elements that got a gradient at all.
+      const size_t total = g.size();
+      std::vector<double> nonzero;
+      for (double x : g) {
+        if (x != 0) nonzero.push_back(x);
+      }
+      if (!nonzero.empty() && nonzero.size() < total) {
+        if (nonzero.size() < static_cast<size_t>(kMinGradientElements)) continue;
+        g.swap(nonzero);
+      }
       double abs_sum = 0;
       for (double x : g) abs_sum += std::fabs(x);
       const double mean_abs = abs_sum / static_cast<double>(g.size());

@@ -1,6 +1,7 @@
 // SaturatedActivation (docs/rules/SaturatedActivation.md): more than threshold_layer % of a
 // tanh/sigmoid layer's units have their input outside (min, max) for all but
-// threshold_inactivity % of the samples.
+// threshold_inactivity % of the samples, or more than threshold_layer % of all the layer's inputs
+// are outside (min, max) (the layer is saturated almost everywhere, whatever the per-unit split).
 #include <map>
 
 #include "rules/builtin.h"
@@ -37,6 +38,13 @@ class SaturatedActivation : public BuiltinRule {
     inactivity_ = params().Double("threshold_inactivity") / 100.0;
     layer_ = params().Double("threshold_layer") / 100.0;
     selection_ = SelectionFromParams(/*all_if_empty=*/false, {}, {kDefaultRegex});
+    // By default also the collection the PyTorch hook fills with the inputs of Tanh/Sigmoid
+    // modules by type, whatever their names ("1_input_0" in nn.Sequential); a name that says
+    // neither tanh nor sigmoid is judged with the tanh range (the narrower one).
+    if (params().StringList("tensor_regex") == std::vector<std::string>{kDefaultRegex} &&
+        params().StringList("collection_names").empty()) {
+      selection_.collections.push_back("saturated_activation_inputs");
+    }
     min_samples_ = static_cast<int64_t>(std::ceil(1.0 / std::max(inactivity_, 1e-6)));
   }
 
@@ -81,23 +89,40 @@ class SaturatedActivation : public BuiltinRule {
       a.samples += layout.samples;
       if (a.samples < min_samples_) continue;
       int64_t saturated = 0;
+      int64_t active_values = 0;
       for (int64_t n : a.active) {
         if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++saturated;
+        active_values += n;
       }
       const double fraction = static_cast<double>(saturated) / static_cast<double>(layout.units);
+      const double flat_fraction =
+          1.0 - static_cast<double>(active_values) /
+                    (static_cast<double>(a.samples) * static_cast<double>(layout.units));
       const int64_t samples = a.samples;
       a.Reset();
-      if (!(fraction > layer_)) continue;
+      const bool units_saturated = fraction > layer_;
+      if (!units_saturated && !(flat_fraction > layer_)) continue;
+      const std::string kind = sigmoid ? "sigmoid" : "tanh";
       RuleFinding f = NewFinding(step);
       f.tensor = name;
-      f.value = fraction * 100.0;
       f.threshold = layer_ * 100.0;
-      f.condition = "saturated units (% of layer) > threshold_layer";
-      f.explanation = std::to_string(saturated) + " of " + std::to_string(layout.units) +
-                      " units of " + name + " (" + Percent(fraction) + ") had their input outside (" +
-                      Num(lo) + ", " + Num(hi) + ") in " + Percent(1 - inactivity_) +
-                      " or more of " + std::to_string(samples) + " samples: the " +
-                      (sigmoid ? "sigmoid" : "tanh") + " is saturated and passes no gradient";
+      if (units_saturated) {
+        f.value = fraction * 100.0;
+        f.condition = "saturated units (% of layer) > threshold_layer";
+        f.explanation = std::to_string(saturated) + " of " + std::to_string(layout.units) +
+                        " units of " + name + " (" + Percent(fraction) +
+                        ") had their input outside (" + Num(lo) + ", " + Num(hi) + ") in " +
+                        Percent(1 - inactivity_) + " or more of " + std::to_string(samples) +
+                        " samples: the " + kind + " is saturated and passes no gradient";
+      } else {
+        f.value = flat_fraction * 100.0;
+        f.condition = "inputs in the flat region (% of layer) > threshold_layer";
+        f.explanation = Percent(flat_fraction) + " of the inputs of " + name + " over " +
+                        std::to_string(samples) + " samples of " + std::to_string(layout.units) +
+                        " units are outside (" + Num(lo) + ", " + Num(hi) + "), in the " + kind +
+                        "'s flat region: most of the layer is saturated and passes almost no "
+                        "gradient";
+      }
       f.recommendation =
           "pre-activations are too large: normalise the inputs, add BatchNorm/LayerNorm before "
           "the activation, use Xavier initialisation (smaller weights) and a lower learning rate, "

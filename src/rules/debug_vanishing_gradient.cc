@@ -1,4 +1,12 @@
 // VanishingGradient (docs/rules/VanishingGradient.md): mean(|g|) of a gradient below threshold.
+// A gradient that is exactly zero from the first step it is seen (zero by construction, such as
+// an attention key bias's) is not judged while it stays zero; a sparse gradient (an embedding's,
+// zero for every token not in the batch) is judged on its non-zero part when its zero share is
+// known. The recommendation fits the model: when the trial holds ReLU outputs, it does not
+// suggest ReLU, and it names the dead ReLU layers when most of a layer's outputs are zero.
+#include <map>
+#include <set>
+
 #include "rules/builtin.h"
 
 namespace trainscope::rules_internal {
@@ -15,6 +23,9 @@ class VanishingGradient : public BuiltinRule {
       : BuiltinRule(kName, std::move(p)), threshold_(params().Double("threshold")) {
     selection_.collections = {"gradients"};
     selection_.regexes = {"^gradient"};
+    // DeadRelu's default selection: the ReLU outputs the hook saves.
+    relus_.collections = {"relu_output"};
+    relus_.regexes = {".*relu\\w*_output"};
   }
   Status Validate() const {
     if (!(threshold_ > 0)) {
@@ -33,22 +44,49 @@ class VanishingGradient : public BuiltinRule {
         if (IsNoData(abs_mean.status())) continue;
         return abs_mean.status();
       }
-      if (std::isnan(*abs_mean) || *abs_mean >= threshold_) continue;
+      if (std::isnan(*abs_mean)) continue;
+      // Zero by construction: exactly zero the first time it is seen, and still.
+      const bool first_sight = seen_.size() < kMaxTracked && seen_.insert(name).second;
+      if (*abs_mean == 0 && (first_sight || structural_.count(name))) {
+        if (structural_.size() < kMaxTracked) structural_.insert(name);
+        continue;
+      }
+      structural_.erase(name);
+      double value = *abs_mean;
+      // Sparse: the mean over the elements that got a gradient at all.
+      auto zf = data().ReductionValue(name, step, Reduction{ReductionOp::kZeroFraction, false});
+      const bool sparse = zf.ok() && *zf > 0 && *zf < 1 && value > 0;
+      if (sparse) value = value / (1.0 - *zf);
+      if (value >= threshold_) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
-      f.value = *abs_mean;
+      f.value = value;
       f.threshold = threshold_;
-      f.condition = "mean(|gradient|) < threshold";
-      f.explanation = "mean |gradient| of " + name + " is " + Num(*abs_mean) + ", below " +
-                      Num(threshold_) + ": the parameters behind it have almost stopped learning";
-      f.recommendation =
-          "gradients vanish before they reach this layer: use ReLU/GELU rather than "
-          "sigmoid/tanh in hidden layers, add BatchNorm/LayerNorm or residual connections, "
-          "initialise with He (kaiming_normal_) or Xavier, or raise the learning rate; if the "
-          "loss is already near zero the model may simply have converged";
+      f.condition = sparse ? "mean(|gradient|) over its non-zero elements < threshold"
+                           : "mean(|gradient|) < threshold";
+      f.explanation = "mean |gradient| of " + name + (sparse ? " over its non-zero elements" : "") +
+                      " is " + Num(value) + ", below " + Num(threshold_) +
+                      ": the parameters behind it have almost stopped learning";
+      f.recommendation = Advice(step);
       v.Add(std::move(f));
     }
     return v;
+  }
+
+  std::string StatusNote() const override {
+    if (structural_.empty()) return {};
+    std::string out = std::to_string(structural_.size()) +
+                      " gradient(s) exactly zero at every step since their first (zero by "
+                      "construction, e.g. an attention key bias; not judged): ";
+    size_t shown = 0;
+    for (const auto& n : structural_) {
+      if (shown++ == 3) {
+        out += ", ...";
+        break;
+      }
+      out += (shown > 1 ? ", " : "") + n;
+    }
+    return out;
   }
 
   std::vector<CollectionRequest> RequiredCollections() const override {
@@ -61,8 +99,52 @@ class VanishingGradient : public BuiltinRule {
   }
 
  private:
+  static constexpr size_t kMaxTracked = 4096;
+  // A ReLU layer with at least this share of zero outputs is dead (DeadRelu's default).
+  static constexpr double kDeadZeroFraction = 0.9;
+
+  // The recommendation, fitted to the model: the ReLU outputs saved at `step` or before tell
+  // whether the model uses ReLUs and whether they died.
+  std::string Advice(int64_t step) {
+    std::string dead;
+    bool has_relu = false;
+    auto names = data().Select(relus_, step);
+    if (names.ok()) {
+      for (const auto& n : *names) {
+        auto zf = data().ReductionValue(n, step, Reduction{ReductionOp::kZeroFraction, false});
+        if (!zf.ok()) continue;
+        has_relu = true;
+        if (*zf >= kDeadZeroFraction && dead.size() < 200) {
+          dead += (dead.empty() ? "" : ", ") + n + " (" + Percent(*zf) + " zeros)";
+        }
+      }
+    }
+    if (has_relu) relu_model_ = true;
+    if (!dead.empty()) {
+      return "the gradient vanishes behind dead ReLUs (" + dead +
+             "): units die when a too high learning rate or a loss spike pushes their inputs "
+             "below zero for every sample; lower the learning rate (try 10x smaller) or add a "
+             "warm-up, clip gradients, use He initialisation with zero biases, or LeakyReLU/GELU "
+             "(see DeadRelu's finding)";
+    }
+    if (relu_model_) {
+      return "gradients vanish before they reach this layer: add BatchNorm/LayerNorm or "
+             "residual connections, initialise with He (kaiming_normal_), check for ReLUs that "
+             "died (DeadRelu) or a detach() in the way; if the loss is already near zero the "
+             "model may simply have converged";
+    }
+    return "gradients vanish before they reach this layer: use ReLU/GELU rather than "
+           "sigmoid/tanh in hidden layers, add BatchNorm/LayerNorm or residual connections, "
+           "initialise with He (kaiming_normal_) or Xavier; if the loss is already near zero "
+           "the model may simply have converged";
+  }
+
   double threshold_;
   TensorSelection selection_;
+  TensorSelection relus_;
+  std::set<std::string> seen_;        // gradients seen (bounded)
+  std::set<std::string> structural_;  // exactly zero since first seen
+  bool relu_model_ = false;
 };
 
 }  // namespace

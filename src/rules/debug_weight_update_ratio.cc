@@ -1,7 +1,10 @@
 // WeightUpdateRatio (docs/rules/WeightUpdateRatio.md): ||w_s - w_prev||_2 / (||w_prev||_2 +
 // epsilon) above large_threshold or below small_threshold, w_prev being the previous saved
-// value of the weight (at most num_steps steps earlier when num_steps is set).
+// value of the weight (at most num_steps steps earlier when num_steps is set). A frozen weight
+// (the trial holds gradients, but never one for this weight: requires_grad is False, so the hook
+// saw no gradient) is skipped.
 #include <map>
+#include <set>
 
 #include "rules/builtin.h"
 
@@ -30,6 +33,8 @@ class WeightUpdateRatio : public BuiltinRule {
     eps_ = params().Double("epsilon");
     selection_.collections = {"weights"};
     selection_.regexes = {"^(?!gradient).*weight"};
+    gradients_.collections = {"gradients"};
+    gradients_.regexes = {"^gradient/"};
   }
 
   Status Validate() const {
@@ -48,7 +53,18 @@ class WeightUpdateRatio : public BuiltinRule {
     Verdict v;
     if (mode == Mode::kEval || mode == Mode::kPredict) return v;  // weights do not move there
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    auto grads = data().Select(gradients_, step);
+    if (grads.ok()) {
+      for (const auto& g : *grads) {
+        if (gradient_names_.size() < 100000) gradient_names_.insert(g);
+      }
+    }
     for (const auto& name : names) {
+      if (!gradient_names_.empty() && !gradient_names_.count("gradient/" + name)) {
+        if (frozen_.size() < 100000) frozen_.insert(name);
+        continue;  // frozen: no gradient ever reached it
+      }
+      frozen_.erase(name);
       auto cur = data().Value(name, step);
       if (!cur.ok()) {
         if (IsNoData(cur.status())) continue;
@@ -108,20 +124,38 @@ class WeightUpdateRatio : public BuiltinRule {
     CollectionRequest r;
     r.name = "weights";
     r.save_interval = 10;
-    return {r};
+    // Which weights get gradients at all (frozen ones do not): the names are enough.
+    CollectionRequest g;
+    g.name = "gradients";
+    g.save_interval = 10;
+    g.reductions = {"abs_mean"};
+    g.save_raw_tensor = false;
+    return {r, g};
   }
 
   size_t StateBytes() const override {
     size_t b = 0;
     for (const auto& [name, s] : last_) b += name.capacity() + 56;
+    for (const auto& name : gradient_names_) b += name.capacity() + 48;
+    for (const auto& name : frozen_) b += name.capacity() + 48;
     return b;
+  }
+
+  std::string StatusNote() const override {
+    if (frozen_.empty()) return {};
+    return std::to_string(frozen_.size()) +
+           " frozen weight(s) skipped (the trial holds gradients, none for them): " +
+           *frozen_.begin() + (frozen_.size() > 1 ? ", ..." : "");
   }
 
  private:
   std::optional<int64_t> num_steps_;
   double large_, small_, eps_;
   TensorSelection selection_;
+  TensorSelection gradients_;
   std::map<std::string, int64_t> last_;
+  std::set<std::string> gradient_names_;  // gradients seen in the trial (bounded)
+  std::set<std::string> frozen_;          // weights skipped as frozen
 };
 
 }  // namespace

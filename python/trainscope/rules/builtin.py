@@ -127,11 +127,13 @@ class ExplodingTensor(_BuiltinRule):
 class LossNotDecreasing(_BuiltinRule):
     def __init__(self, base_trial, collection_names=None, tensor_regex=None,
                  use_losses_collection=True, num_steps=10, diff_percent=0.1,
-                 increase_threshold_percent=5, mode=None, action_str=""):
+                 increase_threshold_percent=5, mode=None, condition="trend",
+                 divergence_factor=10, action_str=""):
         super().__init__(base_trial, action_str, collection_names=collection_names,
                          tensor_regex=tensor_regex, use_losses_collection=use_losses_collection,
                          num_steps=num_steps, diff_percent=diff_percent,
-                         increase_threshold_percent=increase_threshold_percent, mode=mode)
+                         increase_threshold_percent=increase_threshold_percent, mode=mode,
+                         condition=condition, divergence_factor=divergence_factor)
 
 
 class Overfit(_BuiltinRule):
@@ -218,10 +220,11 @@ class SaturatedActivation(_BuiltinRule):
 class DeadRelu(_BuiltinRule):
     def __init__(self, base_trial, collection_names=None,
                  tensor_regex=".*relu\\w*_output|(^|\\.)act\\w*_output", threshold_inactivity=1.0,
-                 threshold_layer=50.0, action_str=""):
+                 threshold_layer=50.0, threshold_layer_zeros=90.0, action_str=""):
         super().__init__(base_trial, action_str, collection_names=collection_names,
                          tensor_regex=tensor_regex, threshold_inactivity=threshold_inactivity,
-                         threshold_layer=threshold_layer)
+                         threshold_layer=threshold_layer,
+                         threshold_layer_zeros=threshold_layer_zeros)
 
 
 class WeightUpdateRatio(_BuiltinRule):
