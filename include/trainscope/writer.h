@@ -21,11 +21,13 @@
 // readers ignore). A second thread runs only while steps wait behind the first, so it takes no
 // CPU from the training unless the writer falls behind.
 //
-// Back-pressure: steps wait in a queue bounded in bytes (max_queue_bytes, which counts the steps
-// being written too). A step is accepted when it fits under the limit, or when no other step waits
-// (so a step larger than the limit is never refused for its size alone). Otherwise EndStep follows
-// `when_full`: kBlock waits for room (nothing is lost; default), kDropStep drops the new step,
-// counts it in stats().steps_dropped and says so once on stderr.
+// Back-pressure: steps wait in a queue bounded in bytes (max_queue_bytes) and in steps
+// (max_queue_steps), both counting the steps being written too. A step is accepted when it fits
+// under both limits, or when no other step waits (so a step larger than the limit is never
+// refused for its size alone). Otherwise EndStep follows `when_full`: kBlock waits for room
+// (nothing is lost; default), kDropStep drops the new step, counts it in stats().steps_dropped
+// and says so once on stderr. The bounds are also what a killed process can lose: steps handed
+// over (EndStep returned) but not yet indexed (docs/formats/trial.md, Durability).
 //
 // Errors: an I/O error never reaches the training thread as a crash or an exception. The first
 // one is printed once to stderr with its path and errno and kept in first_error(); the failed
@@ -56,6 +58,9 @@ struct WriterOptions {
   Env* env = nullptr;                       // nullptr = Env::Default()
   std::string worker = "worker_0";          // file-name worker part
   size_t max_queue_bytes = size_t{1} << 30;  // bytes of queued steps (1 GiB)
+  // Steps queued or being written; <= 0: no bound but the bytes. The default bounds what a
+  // SIGKILL can lose to 8 handed-over steps (and the step in progress).
+  int64_t max_queue_steps = 8;
   enum class WhenFull { kBlock, kDropStep } when_full = WhenFull::kBlock;
   bool sync = false;                        // fdatasync each file before its rename
   bool write_end_marker = true;             // training_job_end.ts on Close()

@@ -379,6 +379,7 @@ HookConfig HookConfigFromDict(py::dict d) {
   if (has("world_size")) c.world_size = d["world_size"].cast<int>();
   if (has("quiet")) c.quiet = d["quiet"].cast<bool>();
   if (has("max_queue_bytes")) c.max_queue_bytes = d["max_queue_bytes"].cast<size_t>();
+  if (has("max_queue_steps")) c.max_queue_steps = d["max_queue_steps"].cast<int64_t>();
   if (has("drop_steps_when_full")) c.drop_steps_when_full = d["drop_steps_when_full"].cast<bool>();
   return c;
 }

@@ -114,6 +114,7 @@ class Hook::Impl {
     o.env = env;
     o.worker = worker;
     o.max_queue_bytes = config.max_queue_bytes;
+    o.max_queue_steps = config.max_queue_steps;
     o.when_full = config.drop_steps_when_full ? WriterOptions::WhenFull::kDropStep
                                               : WriterOptions::WhenFull::kBlock;
     o.write_end_marker = false;  // the hook writes it once every worker is done

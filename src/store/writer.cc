@@ -140,10 +140,13 @@ class TrialWriter::Impl {
       if (!warned_drop_ && !options_.quiet) {
         warned_drop_ = true;
         std::fprintf(stderr,
-                     "trainscope: the write queue of %s is full (%llu bytes queued, limit %llu); "
-                     "dropping step %lld and any later step that does not fit (policy "
-                     "kDropStep). Raise max_queue_bytes or save less to keep every step.\n",
-                     dir_.c_str(), static_cast<unsigned long long>(queue_bytes_),
+                     "trainscope: the write queue of %s is full (%zu steps, %llu bytes queued; "
+                     "limits %lld steps, %llu bytes); dropping step %lld and any later step that "
+                     "does not fit (policy kDropStep). Raise max_queue_steps / max_queue_bytes or "
+                     "save less to keep every step.\n",
+                     dir_.c_str(), queue_.size() + static_cast<size_t>(in_flight_),
+                     static_cast<unsigned long long>(queue_bytes_),
+                     static_cast<long long>(options_.max_queue_steps),
                      static_cast<unsigned long long>(options_.max_queue_bytes),
                      static_cast<long long>(step->step()));
       }
@@ -235,7 +238,10 @@ class TrialWriter::Impl {
   // A step of `bytes` may join the queue now: it fits under the limit, or no step waits (so a
   // step larger than the limit is never refused for its size alone). REQUIRES: mu_ held.
   bool Accepts(uint64_t bytes) const {
-    return queue_.empty() || queue_bytes_ + bytes <= options_.max_queue_bytes;
+    if (queue_.empty()) return true;
+    const int64_t handed = static_cast<int64_t>(queue_.size()) + in_flight_;
+    return queue_bytes_ + bytes <= options_.max_queue_bytes &&
+           (options_.max_queue_steps <= 0 || handed < options_.max_queue_steps);
   }
 
   // ----- I/O threads

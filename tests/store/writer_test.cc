@@ -470,6 +470,40 @@ TEST_P(DropStepPolicyTest, CountsDrops) {
 
 INSTANTIATE_TEST_SUITE_P(TrialWriterIoThreads, DropStepPolicyTest, ::testing::Values(1, 2, 3));
 
+// The queue is bounded in steps too (max_queue_steps, counting the steps being written): that is
+// what a killed process can lose. Here with the drop policy, so that the test needs no clock.
+TEST_P(DropStepPolicyTest, StepBoundCountsStepsBeingWritten) {
+  const int threads = GetParam();
+  auto mem = NewMemEnv();
+  GateEnv env(mem.get());
+  WriterOptions opts;
+  opts.env = &env;
+  opts.quiet = true;
+  opts.max_queue_steps = 4;  // bytes are no limit here (1 GiB)
+  opts.when_full = WriterOptions::WhenFull::kDropStep;
+  opts.io_threads = threads;
+  auto w = TrialWriter::Open("/t", opts);
+  ASSERT_TRUE(w.ok());
+  for (int s = 0; s < threads; ++s) {
+    WriteStep(w->get(), s, 100);
+    if (!env.WaitEntered(s + 1)) {
+      env.Open();
+      FAIL() << "I/O thread " << s + 1 << " never took a step";
+    }
+  }
+  // `threads` steps are being written; the queue takes steps until 4 are handed over (and
+  // always one, when nothing waits).
+  const int64_t accepted = std::max(4, threads + 1);
+  for (int64_t s = threads; s < accepted + 3; ++s) WriteStep(w->get(), s, 100);
+  EXPECT_EQ((*w)->stats().steps_dropped, 3);
+  env.Open();
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ((*w)->stats().steps_written, accepted);
+  auto steps = ReadTrialChecked(mem.get(), "/t");
+  EXPECT_EQ(steps.size(), static_cast<size_t>(accepted));
+  EXPECT_EQ(WriterOptions().max_queue_steps, 8);  // the default bound (trial.md, Durability)
+}
+
 // Records the order in which files are renamed into place. With `hold_step0`, step 0's event
 // file is not created until step 1's event file is in place (or 10 s have passed): with two I/O
 // threads, step 1's event file is then finished first, while step 0's is still being written.
