@@ -796,6 +796,8 @@ int RunRun(RunOptions o) {
                          {"exit_code", code},
                          {"rules", StatusesJson(statuses)},
                          {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
+  const auto last_saved = LastSavedStep(o.out);
+  summary["last_saved_step"] = last_saved ? nlohmann::json(last_saved->step) : nlohmann::json(nullptr);
   if (!o.json_out.empty()) {
     if (Status s = env->WriteFileAtomic(o.json_out, DumpJson(summary) + "\n", false); !s.ok()) {
       std::fprintf(stderr, "trainscope run: --json-out: %s\n", s.ToString().c_str());

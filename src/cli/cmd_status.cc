@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/rule_status.h"
@@ -109,6 +110,14 @@ int RulesExitCode(const std::vector<RuleStatusView>& rules) {
                     : kExitOk;
 }
 
+std::optional<LastStep> LastSavedStep(const std::string& trial_dir) {
+  auto trial = Trial::Open(trial_dir);
+  if (!trial.ok()) return std::nullopt;
+  const auto steps = (*trial)->Steps(Mode::kGlobal, /*show_incomplete=*/true);
+  if (steps.empty()) return std::nullopt;
+  return LastStep{steps.back(), (*trial)->training_ended()};
+}
+
 std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir) {
   const int64_t step = JsonInt(stop, "step", -1);
   std::string head = "training was STOPPED by " +
@@ -116,20 +125,17 @@ std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_di
                      (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
                      JsonString(stop, "explanation", "(no explanation given)");
   std::string where;
-  if (auto trial = Trial::Open(trial_dir); trial.ok()) {
-    const auto steps = (*trial)->Steps(Mode::kGlobal, /*show_incomplete=*/true);
-    if (!steps.empty()) {
-      const int64_t last = steps.back();
-      where = std::string((*trial)->training_ended() ? "the training stopped at step "
-                                                     : "the training has saved up to step ") +
-              std::to_string(last) + " (its last saved step)";
-      if (step >= 0 && last > step) {
-        const int64_t later = last - step;
-        where += ", " + std::to_string(later) + (later == 1 ? " step" : " steps") +
-                 " after the finding: the rule evaluates each step after the training has saved "
-                 "it, in a process of its own, and the training checks for the stop request at "
-                 "each step boundary, so it runs on while the rule reads, evaluates and asks";
-      }
+  if (auto last_step = LastSavedStep(trial_dir)) {
+    const int64_t last = last_step->step;
+    where = std::string(last_step->training_ended ? "the training stopped at step "
+                                                  : "the training has saved up to step ") +
+            std::to_string(last) + " (its last saved step)";
+    if (step >= 0 && last > step) {
+      const int64_t later = last - step;
+      where += ", " + std::to_string(later) + (later == 1 ? " step" : " steps") +
+               " after the finding: the rule evaluates each step after the training has saved "
+               "it, in a process of its own, and the training checks for the stop request at "
+               "each step boundary, so it runs on while the rule reads, evaluates and asks";
     }
   }
   // Wrapped like the tables, the second part indented under the first.
@@ -162,6 +168,8 @@ int RunStatus(const std::string& dir, bool json) {
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
     j["stop_request"] = stop ? *stop : nlohmann::json(nullptr);
+    auto last = LastSavedStep(dir);
+    j["last_saved_step"] = last ? nlohmann::json(last->step) : nlohmann::json(nullptr);
     std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << "trial " << EscapeForTerminal(dir)

@@ -2,6 +2,8 @@
 // the CLI11 app; the callback it installs sets *exit_code.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,13 @@ int RulesExitCode(const std::vector<RuleStatusView>& rules);
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
 // The statuses as a table (escaped, long messages wrapped to the terminal or 100 columns).
 std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
+// The trial's last saved global step (with show_incomplete), and whether its training ended;
+// nullopt when the folder holds no step (or no readable trial).
+struct LastStep {
+  int64_t step = -1;
+  bool training_ended = false;
+};
+std::optional<LastStep> LastSavedStep(const std::string& trial_dir);
 // The stop request of the trial at `trial_dir` in words, escaped for a terminal: which rule
 // asked at which step and why, and at which step the training actually stopped (its last saved
 // step) with why the two differ.

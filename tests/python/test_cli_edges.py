@@ -121,6 +121,9 @@ def test_the_stop_message_says_where_the_training_stopped_and_why_later(stopped_
     assert m, p.stdout
     assert int(m.group(1)) == stop["step"] and int(m.group(2)) == last
     assert "checks for the stop request" in _flat(p.stdout)
+    # Scripts get it too.
+    st = json.loads(_cli("status", trial, "--json").stdout)
+    assert st["last_saved_step"] == last and st["stop_request"]["step"] == stop["step"]
 
 
 def test_trial_data_reaches_the_terminal_escaped(stopped_run, tmp_path):
@@ -177,6 +180,7 @@ def test_json_stays_parseable_when_the_training_prints(tmp_path):
     summary = json.loads(p.stdout)  # nothing but the JSON on stdout
     assert "hello from the training" in p.stderr
     assert summary["training_exit_code"] == 0
+    assert summary["last_saved_step"] is None  # the training saved nothing
     params = {r["rule"]: r["parameters"] for r in summary["rules"]}
     assert params["ExplodingTensor"]["only_nan"] is False
     assert params["ExplodingTensor"]["collection_names"] is None
