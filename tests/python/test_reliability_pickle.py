@@ -129,3 +129,19 @@ def test_deepcopy_and_pickle_give_unhooked_copies(tmp_path):
     # The original still pickles after the copies were made (nothing was removed from it).
     assert model._forward_pre_hooks
     pickle.dumps(model)
+
+
+def test_copies_are_unhooked_with_the_profiler_on_too(tmp_path):
+    out = str(tmp_path / "t")
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    hook = ts.Hook(out_dir=out, quiet=True, profiler_config={
+        "ProfilingParameters": {"ProfilerEnabled": True, "LocalPath": out}})
+    assert hook._prof is not None  # the profiler times the registered module's forward too
+    hook.register_module(model)
+    model(torch.zeros(2, 4)).sum().backward()
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    buf.seek(0)
+    for c in (copy.deepcopy(model), torch.load(buf, weights_only=False)):
+        _no_trainscope_hooks(c)
+    hook.close()
