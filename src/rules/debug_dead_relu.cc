@@ -79,27 +79,34 @@ class DeadRelu : public BuiltinRule {
         a.samples = 0;
         a.shape = t->shape;
       }
+      int64_t step_active = 0;
       ForEachElement(*t, [&](int64_t i, double x) {
-        if (x > 0) ++a.active[static_cast<size_t>(layout.unit_of(i))];
+        if (x > 0) {
+          ++a.active[static_cast<size_t>(layout.unit_of(i))];
+          ++step_active;
+        }
       });
       a.samples += layout.samples;
+      // The layer's share of zero outputs at this step (judged at every saved step with enough
+      // values: a share of thousands of values needs no accumulation).
+      const int64_t step_values = t->num_elements();
+      const double zero_fraction =
+          1.0 - static_cast<double>(step_active) / static_cast<double>(step_values);
+      const bool values_zero = step_values >= min_samples_ && zero_fraction >= zeros_;
       // Activity below threshold_inactivity % needs at least 100/threshold_inactivity samples
       // to be told apart from chance: accumulate consecutive saved steps until there are.
-      if (a.samples < min_samples_) continue;
       int64_t dead = 0;
-      int64_t active_values = 0;
-      for (int64_t n : a.active) {
-        if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++dead;
-        active_values += n;
-      }
-      const double fraction = static_cast<double>(dead) / static_cast<double>(layout.units);
-      const double zero_fraction =
-          1.0 - static_cast<double>(active_values) /
-                    (static_cast<double>(a.samples) * static_cast<double>(layout.units));
+      double fraction = 0;
       const int64_t samples = a.samples;
-      a.Reset();
-      const bool units_dead = fraction > layer_;
-      const bool values_zero = zeros_ < 1.0 ? zero_fraction >= zeros_ : zero_fraction >= 1.0;
+      bool units_dead = false;
+      if (a.samples >= min_samples_) {
+        for (int64_t n : a.active) {
+          if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++dead;
+        }
+        fraction = static_cast<double>(dead) / static_cast<double>(layout.units);
+        a.Reset();
+        units_dead = fraction > layer_;
+      }
       if (!units_dead && !values_zero) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
@@ -111,16 +118,16 @@ class DeadRelu : public BuiltinRule {
                         " units of " + name + " (" + Percent(fraction) +
                         ") were active in fewer than " + Percent(inactivity_) + " of " +
                         std::to_string(samples) + " samples (" + Percent(zero_fraction) +
-                        " of the layer's outputs are zero): they are dead and pass no gradient";
+                        " of the layer's outputs at this step are zero): they are dead and pass "
+                        "no gradient";
       } else {
         f.value = zero_fraction * 100.0;
         f.threshold = zeros_ * 100.0;
         f.condition = "zero outputs (% of layer) >= threshold_layer_zeros";
-        f.explanation = Percent(zero_fraction) + " of the outputs of " + name + " over " +
-                        std::to_string(samples) + " samples of " + std::to_string(layout.units) +
-                        " units are zero (" + std::to_string(dead) +
-                        " units never active): most of the layer is dead and passes almost no "
-                        "gradient";
+        f.explanation = Percent(zero_fraction) + " of the " + std::to_string(step_values) +
+                        " outputs of " + name + " (" + std::to_string(layout.units) +
+                        " units) are zero at this step: most of the layer is dead and passes "
+                        "almost no gradient";
       }
       f.recommendation =
           "dead ReLUs come from a too high learning rate or large negative biases: lower the "

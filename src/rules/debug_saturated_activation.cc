@@ -83,25 +83,33 @@ class SaturatedActivation : public BuiltinRule {
         a.samples = 0;
         a.shape = t->shape;
       }
+      int64_t step_active = 0;
       ForEachElement(*t, [&](int64_t i, double x) {
-        if (x > lo && x < hi) ++a.active[static_cast<size_t>(layout.unit_of(i))];
+        if (x > lo && x < hi) {
+          ++a.active[static_cast<size_t>(layout.unit_of(i))];
+          ++step_active;
+        }
       });
       a.samples += layout.samples;
-      if (a.samples < min_samples_) continue;
-      int64_t saturated = 0;
-      int64_t active_values = 0;
-      for (int64_t n : a.active) {
-        if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++saturated;
-        active_values += n;
-      }
-      const double fraction = static_cast<double>(saturated) / static_cast<double>(layout.units);
+      // The layer's share of inputs in the flat region at this step (judged at every saved step
+      // with enough values).
+      const int64_t step_values = t->num_elements();
       const double flat_fraction =
-          1.0 - static_cast<double>(active_values) /
-                    (static_cast<double>(a.samples) * static_cast<double>(layout.units));
+          1.0 - static_cast<double>(step_active) / static_cast<double>(step_values);
+      const bool values_flat = step_values >= min_samples_ && flat_fraction > layer_;
+      int64_t saturated = 0;
+      double fraction = 0;
       const int64_t samples = a.samples;
-      a.Reset();
-      const bool units_saturated = fraction > layer_;
-      if (!units_saturated && !(flat_fraction > layer_)) continue;
+      bool units_saturated = false;
+      if (a.samples >= min_samples_) {
+        for (int64_t n : a.active) {
+          if (static_cast<double>(n) < inactivity_ * static_cast<double>(a.samples)) ++saturated;
+        }
+        fraction = static_cast<double>(saturated) / static_cast<double>(layout.units);
+        a.Reset();
+        units_saturated = fraction > layer_;
+      }
+      if (!units_saturated && !values_flat) continue;
       const std::string kind = sigmoid ? "sigmoid" : "tanh";
       RuleFinding f = NewFinding(step);
       f.tensor = name;
@@ -117,11 +125,11 @@ class SaturatedActivation : public BuiltinRule {
       } else {
         f.value = flat_fraction * 100.0;
         f.condition = "inputs in the flat region (% of layer) > threshold_layer";
-        f.explanation = Percent(flat_fraction) + " of the inputs of " + name + " over " +
-                        std::to_string(samples) + " samples of " + std::to_string(layout.units) +
-                        " units are outside (" + Num(lo) + ", " + Num(hi) + "), in the " + kind +
-                        "'s flat region: most of the layer is saturated and passes almost no "
-                        "gradient";
+        f.explanation = Percent(flat_fraction) + " of the " + std::to_string(step_values) +
+                        " inputs of " + name + " (" + std::to_string(layout.units) +
+                        " units) are outside (" + Num(lo) + ", " + Num(hi) + ") at this step, in "
+                        "the " + kind + "'s flat region: most of the layer is saturated and "
+                        "passes almost no gradient";
       }
       f.recommendation =
           "pre-activations are too large: normalise the inputs, add BatchNorm/LayerNorm before "
