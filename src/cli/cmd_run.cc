@@ -649,6 +649,26 @@ int RunRun(RunOptions o) {
       "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
       "TRAINSCOPE_PROFILER_CONFIG=" + profiler_config, "TRAINSCOPE_OUT_DIR=" + o.out,
       "TRAINSCOPE_RUN=1"};
+  // Automatic mode (python/trainscope/auto): the package's boot folder (trainscope/auto/boot,
+  // beside trainscope/bin/ that holds this executable; TRAINSCOPE_AUTO_BOOT overrides) goes
+  // first on PYTHONPATH, so each Python process of the training runs its sitecustomize, and
+  // TRAINSCOPE_AUTO=1 turns the mode on unless the caller set TRAINSCOPE_AUTO (0: off).
+  {
+    const char* boot_env = std::getenv("TRAINSCOPE_AUTO_BOOT");
+    std::string boot = boot_env != nullptr && *boot_env != '\0' ? boot_env : SelfExe();
+    if (boot_env == nullptr || *boot_env == '\0') {
+      boot.resize(boot.find_last_of('/') == std::string::npos ? 0 : boot.find_last_of('/'));
+      boot = JoinPath(boot, "../auto/boot");
+    }
+    if (env->FileExists(JoinPath(boot, "sitecustomize.py"))) {
+      if (realpath(boot.c_str(), abs) != nullptr) boot = abs;
+      const char* path = std::getenv("PYTHONPATH");
+      env_add.push_back("PYTHONPATH=" + boot +
+                        (path != nullptr && *path != '\0' ? ":" + std::string(path) : ""));
+      const char* user_auto = std::getenv("TRAINSCOPE_AUTO");
+      if (user_auto == nullptr || *user_auto == '\0') env_add.push_back("TRAINSCOPE_AUTO=1");
+    }
+  }
   if (!o.json) {
     std::fprintf(stderr, "trainscope: trial %s\ntrainscope: %zu rule(s):", o.out.c_str(), specs->size());
     for (const auto& s : *specs) std::fprintf(stderr, " %s", s.name.c_str());

@@ -1,0 +1,387 @@
+"""The automatic mode's session: PyTorch's global hooks drive a trainscope hook.
+
+Installed once per process (``start()``), right after ``import torch``:
+
+- global optimizer step pre/post hooks (``torch.optim.optimizer``): the first step makes the
+  hook from the JSON configuration (TRAINSCOPE_CONFIG), finds the models (``_discover``) and
+  registers them; every step saves the gradients the optimizer is about to apply (on saving
+  steps only: after gradient accumulation, after GradScaler's unscaling) and counts toward the
+  end of the training step;
+- ``torch.Tensor.backward`` and ``torch.autograd.backward`` are wrapped to see the loss (and
+  ``GradScaler.scale`` to see the loss before scaling);
+- a forward pre-hook on each model found tells training forward passes from evaluation ones.
+
+Step boundaries. A training step ends when every optimizer of the training has stepped once
+(learnt: at first every optimizer alive at the first step; an optimizer stepping twice before
+that shows the real set). The next step starts lazily, at the next sign of training (a training
+forward pass of a model, a backward, an optimizer step), so evaluation in between is not
+counted as training and a training that ends leaves no empty step. An evaluation forward pass
+(model in eval(), inference_mode(), or no_grad() when there is a single model) between two
+training steps switches the hook to EVAL, and each one is an EVAL step, as with a hook written
+by hand. The first step, whose forward and backward ran before the model was known, holds the
+initial weights, the gradients of the first update and (without loss modules) the losses
+seen before it.
+
+Cost: on a step that saves nothing, one bool test in each callback plus the hook's own (the
+same as a hook written by hand); the garbage-collector scan runs once per new optimizer.
+Nothing here ever breaks the training: the first error is printed, and the session stands down
+when it cannot work at all (no configuration, the script makes its own hook).
+"""
+
+import sys
+import threading
+import weakref
+
+import torch
+from torch.optim import optimizer as _optim
+
+from .. import modes as _modes
+from . import _discover
+
+_session = None
+
+
+def current():
+    """This process's AutoSession, or None."""
+    return _session
+
+
+def start():
+    """Installs the session (idempotent) and returns it."""
+    global _session
+    if _session is None:
+        _session = AutoSession()
+        _session.install()
+    return _session
+
+
+def _no_gradient_hook(grad):
+    return None
+
+
+_hook_cls = None
+
+
+def _hook_class():
+    """trainscope.pytorch.Hook without gradient tensor hooks: the automatic mode saves
+    gradients at the optimizer step instead (one value per step, the one applied)."""
+    global _hook_cls
+    if _hook_cls is None:
+        from ..pytorch.hook import Hook
+
+        class AutoHook(Hook):
+            def _grad_hook(self, gname):
+                return _no_gradient_hook
+
+            def register_module(self, module):
+                super().register_module(module)
+                for h in [h for h in self._handles if _is_gradient_handle(h)]:
+                    h.remove()
+                    self._handles.remove(h)
+
+            register_hook = register_module
+
+        _hook_cls = AutoHook
+    return _hook_cls
+
+
+def _is_gradient_handle(handle):
+    try:
+        hooks = handle.hooks_dict_ref()
+        return hooks is not None and hooks.get(handle.id) is _no_gradient_hook
+    except Exception:
+        return False
+
+
+class AutoSession:
+    """The automatic mode of one process. Thread-safety: PyTorch calls its callbacks on the
+    training thread; the state is not locked (one training loop per process)."""
+
+    MAX_EARLY_LOSSES = 16
+
+    def __init__(self):
+        self.hook = None
+        self.off = False
+        self.roots = []
+        self._handles = []
+        self._originals = {}
+        self._local = threading.local()
+        self._early_losses = []
+        self._known = weakref.WeakSet()
+        self._guess = set()  # id() of the optimizers alive at the first step
+        self._cycle = None  # id() of the optimizers of one training step, once known
+        self._stepped = set()
+        self._pending = False
+        self._eval = False
+        self._grad_names = {}  # id(parameter) -> tensor name
+        self._loss_modules = weakref.WeakSet()
+        self._loss_outputs = {}  # id(tensor) -> weakref, outputs of loss modules this step
+        self._scaled = {}  # id(scaled loss) -> (weakref, unscaled loss)
+        self._said = False
+
+    # ---- installation ------------------------------------------------------------------------
+
+    def install(self):
+        self._handles.append(_optim.register_optimizer_step_pre_hook(self._optimizer_pre))
+        self._handles.append(_optim.register_optimizer_step_post_hook(self._optimizer_post))
+        self._wrap(torch.Tensor, "backward", self._tensor_backward_wrapper)
+        self._wrap(torch.autograd, "backward", self._autograd_backward_wrapper)
+        scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+        if scaler is not None:
+            self._wrap(scaler, "scale", self._scale_wrapper)
+
+    def _wrap(self, owner, name, make):
+        original = getattr(owner, name)
+        wrapper = make(original)
+        wrapper.__wrapped__ = original
+        wrapper.__name__ = getattr(original, "__name__", name)
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        setattr(owner, name, wrapper)
+        self._originals[(owner, name)] = (original, wrapper)
+
+    def stand_down(self, why=None):
+        """Removes every callback and wrapper; the hook (if any) is left to close at exit."""
+        if why:
+            self._say(why)
+        self.off = True
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        for (owner, name), (original, wrapper) in self._originals.items():
+            if getattr(owner, name, None) is wrapper:
+                setattr(owner, name, original)
+        self._originals.clear()
+
+    def _say(self, text):
+        print(f"trainscope: automatic mode: {text}", file=sys.stderr, flush=True)
+
+    def _fail(self, e, where):
+        if self.hook is not None:
+            self.hook._report(f"(automatic mode: {where})", e)
+        elif not self._said:
+            self._said = True
+            self._say(f"{where}: {type(e).__name__}: {e}")
+
+    # ---- wrappers ----------------------------------------------------------------------------
+
+    def _tensor_backward_wrapper(self, original):
+        session = self
+
+        def backward(self, *args, **kwargs):
+            if session.off:
+                return original(self, *args, **kwargs)
+            session._on_backward((self,))
+            local = session._local
+            local.inside = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                local.inside = False
+
+        return backward
+
+    def _autograd_backward_wrapper(self, original):
+        session = self
+
+        def backward(tensors, *args, **kwargs):
+            if not session.off and not getattr(session._local, "inside", False):
+                session._on_backward(
+                    (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
+            return original(tensors, *args, **kwargs)
+
+        return backward
+
+    def _scale_wrapper(self, original):
+        session = self
+
+        def scale(self, outputs):
+            scaled = original(self, outputs)
+            if (session.hook is not None and session.hook._saving
+                    and isinstance(outputs, torch.Tensor) and isinstance(scaled, torch.Tensor)):
+                session._scaled[id(scaled)] = (weakref.ref(scaled), outputs.detach())
+            elif session.hook is None and isinstance(scaled, torch.Tensor):
+                session._scaled = {id(scaled): (weakref.ref(scaled), outputs.detach())}
+            return scaled
+
+        return scale
+
+    # ---- callbacks ---------------------------------------------------------------------------
+
+    def _on_backward(self, tensors):
+        try:
+            hook = self.hook
+            if hook is None:
+                if len(self._early_losses) < self.MAX_EARLY_LOSSES:
+                    self._early_losses.extend(self._losses_of(tensors))
+                return
+            self._train_activity()
+            if hook._saving:
+                self._save_losses(self._losses_of(tensors))
+        except Exception as e:
+            self._fail(e, "backward")
+
+    def _losses_of(self, tensors):
+        out = []
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or t.numel() != 1:
+                continue
+            ref = self._loss_outputs.get(id(t))
+            if ref is not None and ref() is t:
+                continue  # a loss module's output: saved under its class name already
+            scaled = self._scaled.get(id(t))
+            if scaled is not None and scaled[0]() is t:
+                t = scaled[1]
+            out.append(t.detach())
+        return out
+
+    def _save_losses(self, losses):
+        for t in losses:
+            self.hook.record_tensor_value("loss", t)
+
+    def _loss_forward(self, module, inputs, output):
+        if self.hook is not None and self.hook._saving and isinstance(output, torch.Tensor):
+            self._loss_outputs[id(output)] = weakref.ref(output)
+
+    def _optimizer_pre(self, optimizer, args, kwargs):
+        if self.off:
+            return None
+        try:
+            if self.hook is None:
+                if not self._setup(optimizer):
+                    return None
+            else:
+                if optimizer not in self._known:
+                    self._add_optimizer(optimizer)
+                if id(optimizer) in self._stepped:
+                    # It steps again before the others: the training step is what stepped so far.
+                    self._cycle = set(self._stepped)
+                    self._stepped.clear()
+                    self._pending = True
+                self._train_activity()
+            if self.hook._saving:
+                self._save_gradients(optimizer)
+        except Exception as e:
+            self._fail(e, "optimizer step")
+        return None
+
+    def _optimizer_post(self, optimizer, args, kwargs):
+        if self.off or self.hook is None:
+            return
+        self._stepped.add(id(optimizer))
+        cycle = self._cycle if self._cycle is not None else self._guess
+        if cycle <= self._stepped:
+            if self._cycle is None:
+                self._cycle = set(self._stepped)
+            self._stepped.clear()
+            self._pending = True
+
+    def _root_forward_pre(self, module, args):
+        if self.off or self.hook is None:
+            return
+        try:
+            evaluating = (not module.training or torch.is_inference_mode_enabled()
+                          or (len(self.roots) == 1 and not torch.is_grad_enabled()))
+            if not evaluating:
+                self._train_activity()
+            elif self._eval:
+                self._boundary()
+            elif self._pending:
+                self.hook.set_mode(_modes.ModeKeys.EVAL)
+                self._eval = True
+                self._boundary()
+            # else: a forward pass inside a training step (e.g. a GAN's no_grad generator pass)
+        except Exception as e:
+            self._fail(e, "forward")
+
+    # ---- steps -------------------------------------------------------------------------------
+
+    def _train_activity(self):
+        if self._eval:
+            self.hook.set_mode(_modes.ModeKeys.TRAIN)
+            self._eval = False
+            self._boundary()
+        elif self._pending:
+            self._boundary()
+
+    def _boundary(self):
+        self._pending = False
+        if self._loss_outputs:
+            self._loss_outputs.clear()
+        if self._scaled:
+            self._scaled.clear()
+        self.hook.step()  # TrainingStopped (a stop action) goes through, on purpose
+
+    def _save_gradients(self, optimizer):
+        hook, names, cpu = self.hook, self._grad_names, []
+        prefix = hook.GRADIENT_PREFIX
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                g = getattr(p, "grad", None)
+                name = names.get(id(p))
+                if g is None or name is None or g.is_sparse:
+                    continue
+                if g.is_cpu:
+                    cpu.append((prefix + name, g))
+                else:
+                    hook._save(prefix + name, g)
+        if cpu:
+            hook._c.save_many(cpu)
+
+    # ---- discovery ---------------------------------------------------------------------------
+
+    def _setup(self, optimizer):
+        """At the first optimizer step: the hook, the models, the first step. False if the
+        session stood down."""
+        from ..pytorch import singleton
+
+        if singleton.get_hook() is not None:
+            self.stand_down()  # the script made its own hook: it is in charge
+            return False
+        try:
+            hook = _hook_class().create_from_json_file()
+        except FileNotFoundError as e:
+            self.stand_down(f"off: {e}")
+            return False
+        except Exception as e:
+            self.stand_down(f"off: the hook configuration cannot be used: {e}")
+            return False
+        self.hook = hook
+        self._guess = {id(o) for o in _discover.live_objects(torch.optim.Optimizer)}
+        self._add_optimizer(optimizer)
+        if not self.roots:
+            self._say("no module owns the parameters the optimizer steps: only losses are saved")
+        hook.set_mode(_modes.ModeKeys.TRAIN)
+        self._boundary()
+        if hook._saving and self._early_losses and not self._loss_modules:
+            # Without loss modules the losses are loss_output_<i> from step 0 on; with them, the
+            # first step has none rather than names the later steps do not use.
+            self._save_losses(self._early_losses)
+        self._early_losses = []
+        return True
+
+    def _add_optimizer(self, optimizer):
+        self._known.add(optimizer)
+        params = _discover.optimizer_params(optimizer)
+        for root in _discover.find_roots(params, exclude_ids=self._grad_names.keys()):
+            self._register_root(root)
+        for loss in _discover.live_objects(torch.nn.modules.loss._Loss):
+            if loss not in self._loss_modules:
+                self._loss_modules.add(loss)
+                try:
+                    self.hook.register_loss(loss)
+                    loss.register_forward_hook(self._loss_forward)
+                except Exception as e:
+                    self._fail(e, f"loss module {type(loss).__name__}")
+
+    def _register_root(self, root):
+        hook = self.hook
+        before = len(hook._params)
+        try:
+            hook.register_module(root)
+        except Exception as e:
+            self._fail(e, f"module {type(root).__name__}")
+            return
+        for name, p in hook._params[before:]:
+            self._grad_names[id(p)] = name
+        self.roots.append(root)
+        root.register_forward_pre_hook(self._root_forward_pre)

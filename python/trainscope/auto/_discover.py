@@ -1,0 +1,85 @@
+"""Finding a training's models, loss modules and optimizers without being told.
+
+Python keeps no registry of modules, so the live ones are found once, through the garbage
+collector's list of objects (``gc.get_objects``: tens of milliseconds in a large process, paid at
+the first optimizer step, never again unless a new optimizer appears).
+
+The model of an optimizer is the top-level module that owns its parameters: among the modules
+holding any of them, those that are no other such module's submodule (so ``Net``, not its
+``fc1``; ``DistributedDataParallel``/``torch.compile`` wrappers count as the model, and the hook
+looks through them). Containers without a forward (``ModuleList``, ``ModuleDict``, a plain
+``nn.Module`` used as a bag) are not models: their children are. Modules made by torch itself
+(FX graph modules of a compiled model, which hold the model's own submodules) are taken only for
+parameters no user module owns. Every parameter is covered once: a second root over the same
+parameters is dropped.
+"""
+
+import gc
+
+import torch
+
+
+def _has_forward(module):
+    # torch.compile's wrapper sets its forward on the instance.
+    return type(module).forward is not torch.nn.Module.forward or "forward" in module.__dict__
+
+
+def _is_torch_made(module):
+    return isinstance(module, torch.fx.GraphModule)
+
+
+def live_objects(kind):
+    """Every live object that is an instance of `kind` (a type or tuple of types). By type():
+    isinstance() would ask weak proxies (dead ones raise) and lazy objects for __class__."""
+    return [o for o in gc.get_objects() if issubclass(type(o), kind)]
+
+
+def optimizer_params(optimizer):
+    """The parameters `optimizer` steps, in its order, each once."""
+    seen, out = set(), []
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if isinstance(p, torch.Tensor) and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
+def _descend(module, wanted):
+    """`module`, or for a container without a forward its children that hold `wanted`."""
+    if _has_forward(module):
+        return [module]
+    out = []
+    for child in module.children():
+        if any(id(p) in wanted for p in child.parameters()):
+            out.extend(_descend(child, wanted))
+    return out or [module]
+
+
+def find_roots(params, exclude_ids=()):
+    """The top-level modules owning `params` (see the module docstring), best first.
+    `exclude_ids`: id() of parameters already covered by roots found earlier."""
+    wanted = {id(p) for p in params} - set(exclude_ids)
+    if not wanted:
+        return []
+    candidates = []
+    for m in live_objects(torch.nn.Module):
+        n = sum(1 for p in m.parameters() if id(p) in wanted)
+        if n:
+            candidates.append((m, n))
+    inner = set()
+    for m, _ in candidates:
+        for sub in m.modules():
+            if sub is not m:
+                inner.add(id(sub))
+    tops = [(m, n) for m, n in candidates if id(m) not in inner]
+    # User modules first, then the ones covering most parameters.
+    tops.sort(key=lambda mn: (_is_torch_made(mn[0]), -mn[1]))
+    roots, covered = [], set()
+    for m, _ in tops:
+        for r in _descend(m, wanted - covered):
+            ids = {id(p) for p in r.parameters()} & wanted
+            if ids - covered and not ids & covered:
+                roots.append(r)
+                covered |= ids
+    return roots

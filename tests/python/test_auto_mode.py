@@ -1,0 +1,172 @@
+"""The automatic mode's pieces, without the supervisor: `python -m trainscope.auto` on unmodified
+programs with a hook configuration written here, the boot folder's sitecustomize, and the cases
+the mode must leave alone (a script with its own hook, no configuration, no torch).
+
+Every test runs a real Python process: the mode installs process-wide PyTorch hooks, which must
+not leak into the test process.
+"""
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PROGRAMS = REPO / "tests" / "training" / "auto_programs"
+
+
+def _env(config=None, **extra):
+    import trainscope
+
+    env = dict(os.environ)
+    for key in ("TRAINSCOPE_AUTO", "TRAINSCOPE_CONFIG", "SMDEBUG_CONFIG_FILE_PATH",
+                "TRAINSCOPE_PROFILER_CONFIG", "SMPROFILER_CONFIG_PATH"):
+        env.pop(key, None)
+    pkg_parent = str(pathlib.Path(trainscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    if config is not None:
+        env["TRAINSCOPE_CONFIG"] = str(config)
+    env.update(extra)
+    return env
+
+
+def _config(tmp_path, collections=("weights", "gradients", "losses", "relu_output"), interval=1):
+    out = tmp_path / "trial"
+    cfg = {
+        "LocalPath": str(out),
+        "HookParameters": {"save_interval": str(interval)},
+        "CollectionConfigurations": [{"CollectionName": c} for c in collections],
+    }
+    path = tmp_path / "hook.json"
+    path.write_text(json.dumps(cfg))
+    return path, out
+
+
+def _auto(args, env, timeout=240):
+    return subprocess.run([sys.executable, "-m", "trainscope.auto", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _trial(path):
+    from trainscope import create_trial
+
+    return create_trial(str(path))
+
+
+def test_python_m_auto_captures_an_unmodified_loop(tmp_path):
+    from trainscope import modes
+
+    cfg, out = _config(tmp_path)
+    p = _auto([str(PROGRAMS / "plain_loop.py"), "--steps", "12"], _env(cfg))
+    assert p.returncode == 0, p.stderr
+    t = _trial(out)
+    assert t.steps(mode=modes.TRAIN) == list(range(12))
+    # 1 validation pass (after step 10): a batch is one EVAL step.
+    assert t.steps(mode=modes.EVAL) == [0]
+    assert t.tensor("CrossEntropyLoss_output_0").steps(mode=modes.EVAL) == [0]
+    w = t.tensor("Net_fc1.weight")
+    g = t.tensor("gradient/Net_fc1.weight")
+    # Step k's weights are the ones step k's gradient was computed with: SGD with momentum 0.9
+    # and lr 0.1 from step 0 gives w1 = w0 - 0.1 * g0.
+    w0, w1, g0 = (w.value(0, mode=modes.TRAIN), w.value(1, mode=modes.TRAIN),
+                  g.value(0, mode=modes.TRAIN))
+    assert abs(w1 - (w0 - 0.1 * g0)).max() < 1e-6
+
+
+def test_script_with_its_own_hook_is_left_alone(tmp_path):
+    cfg, out = _config(tmp_path)
+    script = tmp_path / "own_hook.py"
+    script.write_text(
+        "import torch\n"
+        "import trainscope.pytorch as ts\n"
+        "hook = ts.Hook.create_from_json_file()\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "hook.register_module(model)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(6):\n"
+        "    opt.zero_grad()\n"
+        "    model(torch.randn(8, 4)).pow(2).mean().backward()\n"
+        "    opt.step()\n"
+        "import trainscope.auto as auto\n"
+        "s = auto.session()\n"
+        "print('AUTO', s is not None and s.off, s is not None and s.hook is None)\n")
+    p = _auto([str(script)], _env(cfg))
+    assert p.returncode == 0, p.stderr
+    assert "AUTO True True" in p.stdout, p.stdout + p.stderr
+    t = _trial(out)
+    # The script's hook only: its forward-based steps, its gradient hooks, one worker.
+    assert t.workers() == ["worker_0"]
+    assert t.steps() == list(range(6))
+    assert "loss_output_0" not in t.tensor_names()
+    assert "gradient/Linear_weight" in t.tensor_names()
+
+
+def test_grad_scaler_skipped_step_is_not_an_explosion(tmp_path):
+    from trainscope import modes
+
+    cfg, out = _config(tmp_path, collections=("weights", "gradients", "losses"))
+    p = _auto([str(PROGRAMS / "grad_scaler_skip.py"), "--steps", "10", "--bad-step", "4"],
+              _env(cfg))
+    assert p.returncode == 0, p.stderr
+    assert "skipped 1" in p.stdout, p.stdout
+    t = _trial(out)
+    # 10 iterations, 9 optimizer steps: the skipped one joins the next step.
+    assert t.steps(mode=modes.TRAIN) == list(range(9))
+    for name in t.tensor_names(collection="gradients"):
+        for step in t.tensor(name).steps():
+            v = t.tensor(name).value(step)
+            assert math.isfinite(float(abs(v).max())), (name, step)
+    # The loss saved is the unscaled one (the scaled one is 65536 times larger).
+    loss = t.tensor("CrossEntropyLoss_output_0").value(1, mode=modes.TRAIN)
+    assert float(loss) < 10
+
+
+def test_without_configuration_the_training_runs_untouched(tmp_path):
+    p = _auto([str(PROGRAMS / "plain_loop.py"), "--steps", "3"], _env())
+    assert p.returncode == 0, p.stderr
+    assert "automatic mode: off: no hook configuration" in p.stderr, p.stderr
+    assert p.stderr.count("trainscope:") == 1, p.stderr
+
+
+def test_boot_folder_turns_the_mode_on_lazily_and_chains_sitecustomize(tmp_path):
+    import trainscope.auto
+
+    cfg, out = _config(tmp_path)
+    other = tmp_path / "site"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import builtins\nbuiltins.OTHER_SITE_RAN = True\n")
+    pythonpath = os.pathsep.join([trainscope.auto.BOOT_DIR, str(other)])
+    env = _env(cfg, TRAINSCOPE_AUTO="1")
+    env["PYTHONPATH"] = pythonpath + os.pathsep + env["PYTHONPATH"]
+    code = ("import sys, builtins\n"
+            "print('TORCH', 'torch' in sys.modules, 'OTHER', getattr(builtins, 'OTHER_SITE_RAN', 0))\n"
+            "import trainscope.auto as a\n"
+            "print('INSTALLED', a.installed(), a.session())\n"
+            "import torch\n"
+            "print('SESSION', a.session() is not None)\n")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "TORCH False OTHER True" in p.stdout, p.stdout + p.stderr
+    assert "INSTALLED True None" in p.stdout
+    assert "SESSION True" in p.stdout
+    # Off unless asked.
+    env["TRAINSCOPE_AUTO"] = "0"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert "INSTALLED False None" in p.stdout, p.stdout + p.stderr
+    assert "SESSION False" in p.stdout
+
+
+def test_env_prints_the_switch_for_launchers():
+    import trainscope.auto
+
+    p = _auto(["--env"], _env())
+    assert p.returncode == 0
+    assert "export TRAINSCOPE_AUTO='1'" in p.stdout
+    assert f"export PYTHONPATH='{trainscope.auto.BOOT_DIR}" in p.stdout

@@ -1,0 +1,194 @@
+"""The automatic mode end to end: unmodified PyTorch trainings (tests/training/auto_programs/,
+none of them mentions trainscope) under the real `trainscope run --rules default`.
+
+For each: the training ends well, every tensor rule of the default set evaluates real data (no
+Error, steps evaluated), and the trial holds what the rules read, with smdebug's names, one
+trial step per optimizer step (per iteration with two optimizers). One planted problem (an
+absurd learning rate) is caught by ExplodingTensor. Hugging Face's Trainer and Lightning are not
+installed here (requirements.lock), so they have no test.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from profiler_util import trainscope_cli
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PROGRAMS = REPO / "tests" / "training" / "auto_programs"
+CLI = trainscope_cli()
+pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+
+TENSOR_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
+                "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization")
+SAVE_INTERVAL = 5
+
+
+def _env():
+    """The training imports the trainscope these tests import, and the command (the build's
+    or the installed one) uses its boot folder."""
+    import trainscope
+    import trainscope.auto
+
+    env = dict(os.environ)
+    env.pop("TRAINSCOPE_AUTO", None)
+    pkg_parent = str(pathlib.Path(trainscope.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
+    env["TRAINSCOPE_AUTO_BOOT"] = trainscope.auto.BOOT_DIR
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def run_auto(tmp_path, command, *options, env=None, timeout=300):
+    trial = tmp_path / "trial"
+    argv = [CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
+            "--save-interval", str(SAVE_INTERVAL), *options, "--", *command]
+    p = subprocess.run(argv, env=env or _env(), capture_output=True, text=True, timeout=timeout)
+    return p, trial
+
+
+def statuses(trial):
+    out = {}
+    for rule in TENSOR_RULES:
+        out[rule] = json.loads((trial / "rule-output" / rule / "status.json").read_text())
+    return out
+
+
+def assert_rules_evaluated(p, trial):
+    got = statuses(trial)
+    for rule, s in got.items():
+        assert s["status"] in ("NoIssuesFound", "IssuesFound"), (rule, s, p.stderr[-3000:])
+        assert s["steps_evaluated"] > 0, (rule, s)
+    return got
+
+
+def python(program, *args):
+    return [sys.executable, str(PROGRAMS / program), *args]
+
+
+def trial_of(path):
+    from trainscope import create_trial
+
+    return create_trial(str(path))
+
+
+def train_steps(trial):
+    from trainscope import modes
+
+    return trial.steps(mode=modes.TRAIN)
+
+
+def test_plain_loop(tmp_path):
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("plain_loop.py", "--steps", "40"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_rules_evaluated(p, path)
+    t = trial_of(path)
+    # One trial step per optimizer step: 40 steps, every 5th saved.
+    assert train_steps(t) == list(range(0, 40, SAVE_INTERVAL))
+    names = set(t.tensor_names())
+    assert {"Net_fc1.weight", "Net_out.weight", "gradient/Net_fc1.weight",
+            "gradient/Net_out.bias", "CrossEntropyLoss_output_0"} <= names, sorted(names)
+    assert "Net_fc1.weight" in t.tensor_names(collection="weights")
+    assert "gradient/Net_fc2.weight" in t.tensor_names(collection="gradients")
+    assert "CrossEntropyLoss_output_0" in t.tensor_names(collection="losses")
+    assert t.tensor_names(collection="relu_output"), "DeadRelu's ReLU outputs"
+    assert t.tensor_names(collection="saturated_activation_inputs"), "tanh inputs"
+    # The loss module's output is the tensor backward() ran on: saved once, not twice.
+    assert not [n for n in names if n.startswith("loss_output")], sorted(names)
+    # The validation passes (model.eval(), no_grad) are EVAL steps.
+    assert t.steps(mode=modes.EVAL), t.steps()
+    loss = t.tensor("CrossEntropyLoss_output_0")
+    first, last = loss.value(5, mode=modes.TRAIN), loss.value(35, mode=modes.TRAIN)
+    assert float(last) < float(first)
+    # Step 0 holds the initial weights: the gradient of step 0 is the first update's.
+    assert (t.tensor("Net_fc1.weight").value(0, mode=modes.TRAIN) !=
+            t.tensor("Net_fc1.weight").value(5, mode=modes.TRAIN)).any()
+
+
+def test_planted_nan_is_caught(tmp_path):
+    p, path = run_auto(tmp_path, python("plain_loop.py", "--steps", "40", "--lr", "1e38"))
+    got = statuses(path)
+    assert got["ExplodingTensor"]["status"] == "IssuesFound", (got["ExplodingTensor"], p.stderr[-2000:])
+
+
+def test_gradient_accumulation(tmp_path):
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("grad_accum.py", "--steps", "30"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_rules_evaluated(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))  # not one per micro-batch
+    names = set(t.tensor_names())
+    assert {"Sequential_0.weight", "gradient/Sequential_0.weight", "loss_output_0",
+            "loss_output_3"} <= names, sorted(names)
+    assert "loss_output_4" not in names  # 4 micro-batches a step
+    assert set(t.tensor_names(collection="losses")) >= {"loss_output_0", "loss_output_3"}
+    assert t.tensor("gradient/Sequential_0.weight").steps(mode=modes.TRAIN) == train_steps(t)
+
+
+def test_two_optimizers_gan(tmp_path):
+    p, path = run_auto(tmp_path, python("tiny_gan.py", "--steps", "30"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_rules_evaluated(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))  # one step per iteration
+    names = set(t.tensor_names())
+    assert {"Generator_net.0.weight", "Discriminator_net.0.weight",
+            "gradient/Generator_net.2.weight", "gradient/Discriminator_net.2.bias",
+            "BCELoss_output_0", "BCELoss_output_2"} <= names, sorted(names)
+
+
+def test_bf16_autocast(tmp_path):
+    p, path = run_auto(tmp_path, python("bf16_autocast.py", "--steps", "30"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_rules_evaluated(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
+    assert {"Sequential_0.weight", "gradient/Sequential_4.weight",
+            "CrossEntropyLoss_output_0"} <= set(t.tensor_names())
+
+
+def test_torch_compile(tmp_path):
+    p, path = run_auto(tmp_path, python("compiled_model.py", "--steps", "30"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = statuses(path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
+    names = set(t.tensor_names())
+    # Names of the plain model (the compile wrapper is looked through).
+    assert {"Sequential_0.weight", "gradient/Sequential_0.weight",
+            "CrossEntropyLoss_output_0"} <= names, sorted(names)
+    # Inside a compiled graph no module hook runs: no activations, so the activation rules
+    # have nothing to judge; the others evaluate real data.
+    for rule in ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing",
+                 "WeightUpdateRatio", "PoorWeightInitialization"):
+        assert got[rule]["status"] in ("NoIssuesFound", "IssuesFound"), (rule, got[rule])
+        assert got[rule]["steps_evaluated"] > 0, (rule, got[rule])
+
+
+def test_ddp_two_ranks_gloo(tmp_path):
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("no torchrun beside this Python")
+    # Every rank writes (smdebug's default, include_workers "one", keeps rank 0's only).
+    extra = tmp_path / "workers.json"
+    extra.write_text(json.dumps({"HookParameters": {"include_workers": "all"}}))
+    p, path = run_auto(tmp_path, [str(torchrun), "--standalone", "--nproc_per_node", "2",
+                                  str(PROGRAMS / "ddp_gloo.py"), "--steps", "30"],
+                       "--hook-config", str(extra))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_rules_evaluated(p, path)
+    t = trial_of(path)
+    assert sorted(t.workers()) == ["worker_0", "worker_1"], t.workers()
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
+    names = set(t.tensor_names())
+    assert {"Sequential_0.weight", "gradient/Sequential_0.weight",
+            "CrossEntropyLoss_output_0"} <= names, sorted(names)
+    assert not [n for n in names if "module." in n]
