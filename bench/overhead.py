@@ -10,7 +10,9 @@ Trains the same model on the same data (an MLP 512-1024-1024-1024-10, 2.63 M par
   raw         weights, biases and gradients saved raw every step
   save_all    save_all every step
 
-each as a ratio to no hook, for trainscope and (when installed) smdebug. Every (library,
+each as a ratio to no hook, for trainscope with a hook in the script ("trainscope"), trainscope's
+automatic mode with no hook in the script ("auto": trainscope.auto, driven by the same
+configuration as JSON, as under `trainscope run`) and (when installed) smdebug. Every (library,
 configuration) runs in its own process; the runs are interleaved in rounds, in a new random order
 each round, and the reported time is the median over rounds of each run's median step, to tame
 the noise of a shared machine. The reductions configuration is also compared with one read of
@@ -19,7 +21,7 @@ raw configuration with the cost of copying the bytes it saves (memcpy of the par
 gradients, measured here) and with one write() of those bytes to a new file in --tmp (the
 kernel's copy into the page cache, which every saved byte pays on some core, whoever writes it).
 
-    python bench/overhead.py [--rounds 3] [--steps 30] [--warmup 5] [--json] [--only trainscope]
+    python bench/overhead.py [--rounds 3] [--steps 30] [--warmup 5] [--json] [--only trainscope|auto]
 
 Goals (the issue): default <= 1.01, reductions <= 1.03, raw <= 1.15 and its overhead within
 1.5x the copy cost. smdebug measured about 1.00, 1.12 and 1.40 on this model.
@@ -76,6 +78,39 @@ def make_hook(lib, config, out_dir, timer):
         import trainscope.pytorch as smd
     timer.install(lib)
     return _hook(smd, config, out_dir), smd
+
+
+def auto_config_json(config, out_dir):
+    """The JSON hook configuration (smdebug's schema) of `config`, for the automatic mode."""
+    colls = [{"CollectionName": c} for c in ("weights", "biases", "gradients")]
+    every = {"save_interval": "1"}
+    if config == "default":
+        return {"LocalPath": out_dir}
+    if config == "reductions":
+        return {"LocalPath": out_dir, "CollectionConfigurations": colls,
+                "HookParameters": dict(every, reductions="min,max,mean,abs_mean,l2")}
+    if config == "raw":
+        return {"LocalPath": out_dir, "CollectionConfigurations": colls, "HookParameters": every}
+    if config == "save_all":
+        return {"LocalPath": out_dir, "HookParameters": dict(every, save_all="true")}
+    raise ValueError(config)
+
+
+def start_auto(config, out_dir, timer):
+    """trainscope's automatic mode on the JSON form of `config`: the hook appears at the first
+    optimizer step, with no line of the training changed. Returns trainscope.auto."""
+    path = os.path.join(os.path.dirname(out_dir), "hook.json")
+    with open(path, "w") as f:
+        json.dump(auto_config_json(config, out_dir), f)
+    os.environ["TRAINSCOPE_CONFIG"] = path
+    import trainscope.auto
+    from trainscope.auto import _capture
+
+    timer.install("trainscope")
+    for n in ("_optimizer_pre", "_optimizer_post", "_root_forward_pre", "_on_backward"):
+        setattr(_capture.AutoSession, n, timer.wrap(getattr(_capture.AutoSession, n)))
+    trainscope.auto.install()
+    return trainscope.auto
 
 
 def _hook(smd, config, out_dir):
@@ -143,9 +178,11 @@ def run_one(args):
     data = [(torch.randn(args.batch, args.input, generator=g).to(device),
              torch.randint(0, 10, (args.batch,), generator=g).to(device)) for _ in range(8)]
     out_dir = tempfile.mkdtemp(prefix="overhead_", dir=args.tmp) + "/trial"
-    hook = None
+    hook = auto = None
     timer = HookTimer()
-    if args.lib != "none":
+    if args.lib == "auto":
+        auto = start_auto(args.config, out_dir, timer)
+    elif args.lib != "none":
         hook, smd = make_hook(args.lib, args.config, out_dir, timer)
         hook.register_module(model)
         hook.register_loss(criterion)
@@ -169,6 +206,10 @@ def run_one(args):
         if i == args.warmup - 1:
             start = time.perf_counter()
     t_close = time.perf_counter()
+    if auto is not None:
+        hook = auto.session().hook if auto.session() is not None else None
+        if hook is None:
+            raise RuntimeError("the automatic mode made no hook: see its message above")
     if hook is not None:
         hook.close()
     end = time.perf_counter()
@@ -267,7 +308,7 @@ def main():
     ap.add_argument("--layers", type=int, default=3, help="hidden layers")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--tmp", default=tempfile.gettempdir(), help="where trials are written")
-    ap.add_argument("--only", choices=["trainscope", "smdebug"], help="one library only")
+    ap.add_argument("--only", choices=["trainscope", "auto", "smdebug"], help="one library only")
     ap.add_argument("--configs", default=",".join(CONFIGS[1:]))
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--run", nargs=2, metavar=("LIB", "CONFIG"), help=argparse.SUPPRESS)
@@ -277,7 +318,7 @@ def main():
         run_one(args)
         return
 
-    libs = [args.only] if args.only else ["trainscope", "smdebug"]
+    libs = [args.only] if args.only else ["trainscope", "auto", "smdebug"]
     if "smdebug" in libs:
         try:
             import smdebug  # noqa: F401
