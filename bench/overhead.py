@@ -29,6 +29,7 @@ A GPU run (--device cuda --hidden 4096 --layers 7: about 100 M parameters) repor
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -286,8 +287,12 @@ def spawn(args, lib, config):
            "--layers", str(args.layers), "--input", str(args.input), "--batch", str(args.batch),
            "--tmp", args.tmp]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.join(REPO, "python")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # The source tree's package when it has its extension (a development build), else the
+    # installed one.
+    src = os.path.join(REPO, "python")
+    if glob.glob(os.path.join(src, "trainscope", "_core*.so")):
+        env["PYTHONPATH"] = os.pathsep.join(
+            [src] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("SMDEBUG_LOG_LEVEL", "error")
     env.pop("TRAINING_JOB_NAME", None)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)

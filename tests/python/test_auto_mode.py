@@ -144,23 +144,22 @@ def test_boot_folder_turns_the_mode_on_lazily_and_chains_sitecustomize(tmp_path)
     env = _env(cfg, TRAINSCOPE_AUTO="1")
     env["PYTHONPATH"] = pythonpath + os.pathsep + env["PYTHONPATH"]
     code = ("import sys, builtins\n"
-            "print('TORCH', 'torch' in sys.modules, 'OTHER', getattr(builtins, 'OTHER_SITE_RAN', 0))\n"
-            "import trainscope.auto as a\n"
-            "print('INSTALLED', a.installed(), a.session())\n"
+            "print('TORCH', 'torch' in sys.modules, 'TS', 'trainscope' in sys.modules,\n"
+            "      'OTHER', getattr(builtins, 'OTHER_SITE_RAN', 0))\n"
             "import torch\n"
-            "print('SESSION', a.session() is not None)\n")
+            "import trainscope.auto as a\n"
+            "print('SESSION', a.installed(), a.session() is not None)\n")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
-    assert "TORCH False OTHER True" in p.stdout, p.stdout + p.stderr
-    assert "INSTALLED True None" in p.stdout
-    assert "SESSION True" in p.stdout
+    # Nothing of trainscope is imported until torch is.
+    assert "TORCH False TS False OTHER True" in p.stdout, p.stdout + p.stderr
+    assert "SESSION True True" in p.stdout
     # Off unless asked.
     env["TRAINSCOPE_AUTO"] = "0"
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
-    assert "INSTALLED False None" in p.stdout, p.stdout + p.stderr
-    assert "SESSION False" in p.stdout
+    assert "SESSION False False" in p.stdout, p.stdout + p.stderr
 
 
 def test_env_prints_the_switch_for_launchers():

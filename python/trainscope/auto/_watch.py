@@ -1,9 +1,14 @@
-"""Runs a function right after a top-level module is first imported, without importing it.
+"""Runs a function when a top-level module is first imported, without importing it.
 
-A finder placed first on ``sys.meta_path`` answers only for the watched name: it asks the other
-finders for the real spec and wraps its loader, so the callback runs once the module's code has
-run completely (``import torch`` has returned everything the script will use). The finder then
-removes itself. Costs nothing for other imports but one string comparison.
+A finder placed first on ``sys.meta_path`` answers only for the watched name. It removes itself,
+runs the `before` callback (which may install finders of its own: they are asked next), asks the
+other finders for the real spec and wraps its loader, so the `after` callback runs once the
+module's code has run completely (``import torch`` has returned everything the script will
+use). Costs nothing for other imports but one string comparison.
+
+Standalone on purpose (no import of the trainscope package): the boot folder's sitecustomize
+loads this file by its path, so a Python process that never imports torch or smdebug does not
+pay for importing trainscope.
 """
 
 import importlib.abc
@@ -11,29 +16,28 @@ import sys
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self, name, callback):
+    def __init__(self, name, after, before):
         self._name = name
-        self._callback = callback
-        self._busy = False
+        self._after = after
+        self._before = before
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != self._name or self._busy:
+        if fullname != self._name:
             return None
-        self._busy = True
-        try:
-            spec = None
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self._busy = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
         _remove(self)
-        spec.loader = _Loader(spec.loader, self._callback)
+        if self._before is not None:
+            self._before()
+        spec = None
+        for finder in list(sys.meta_path):
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        if (self._after is None or spec is None or spec.loader is None
+                or not hasattr(spec.loader, "exec_module")):
+            return spec
+        spec.loader = _Loader(spec.loader, self._after)
         return spec
 
 
@@ -75,4 +79,13 @@ def call_after_import(name, callback):
     if name in sys.modules:
         callback()
         return
-    sys.meta_path.insert(0, _Finder(name, callback))
+    sys.meta_path.insert(0, _Finder(name, callback, None))
+
+
+def call_before_import(name, callback):
+    """Calls `callback()` once, when top-level module `name` is first looked for, before any
+    finder is asked (at once if it is imported already)."""
+    if name in sys.modules:
+        callback()
+        return
+    sys.meta_path.insert(0, _Finder(name, None, callback))

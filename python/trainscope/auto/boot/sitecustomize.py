@@ -1,10 +1,12 @@
 """trainscope's bootstrap: `trainscope run` puts this folder first on PYTHONPATH, so every Python
 process of the training runs this at start-up (Python imports ``sitecustomize`` by itself).
 
-- TRAINSCOPE_AUTO=1: the automatic mode (trainscope.auto) is installed; it waits for the
-  script's ``import torch``, so a process that never imports torch pays nothing more.
-- ``import smdebug`` resolves to trainscope (trainscope.smdebug.install) unless
-  TRAINSCOPE_SMDEBUG_ALIAS=0 or a real smdebug is installed.
+- TRAINSCOPE_AUTO=1: the automatic mode (trainscope.auto) is installed right after the
+  script's ``import torch``;
+- ``import smdebug`` resolves to trainscope (trainscope.smdebug.install, run at the first
+  ``import smdebug``) unless TRAINSCOPE_SMDEBUG_ALIAS=0 or a real smdebug is installed.
+- Neither imports trainscope before it is needed: a process that imports neither torch nor
+  smdebug pays a millisecond.
 - Then the sitecustomize this one hides (the next one on sys.path, e.g. the distribution's) runs,
   as it would have without trainscope.
 
@@ -21,8 +23,20 @@ def _trainscope_boot():
     def say(text):
         print(f"trainscope: bootstrap: {text}", file=sys.stderr, flush=True)
 
-    flag = os.environ.get("TRAINSCOPE_AUTO", "").strip().lower()
-    if flag in ("1", "true", "on", "yes"):
+    # The import watcher, loaded by its path: importing the trainscope package (numpy...) waits
+    # until the training imports torch or smdebug.
+    watch = None
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_trainscope_boot_watch", os.path.join(os.path.dirname(here), "_watch.py"))
+        watch = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(watch)
+    except Exception as e:
+        say(f"off: {type(e).__name__}: {e}")
+
+    def start_auto():
         try:
             import trainscope.auto
 
@@ -30,8 +44,13 @@ def _trainscope_boot():
         except Exception as e:
             say(f"automatic mode off: {type(e).__name__}: {e}")
 
+    flag = os.environ.get("TRAINSCOPE_AUTO", "").strip().lower()
+    if watch is not None and flag in ("1", "true", "on", "yes"):
+        watch.call_after_import("torch", start_auto)
+
     alias = os.environ.get("TRAINSCOPE_SMDEBUG_ALIAS", "").strip().lower()
-    if alias not in ("0", "false", "off", "no"):
+
+    def install_alias():
         try:
             import warnings
 
@@ -45,6 +64,9 @@ def _trainscope_boot():
             pass  # this trainscope has no smdebug alias
         except Exception as e:
             say(f"smdebug alias off: {type(e).__name__}: {e}")
+
+    if watch is not None and alias not in ("0", "false", "off", "no"):
+        watch.call_before_import("smdebug", install_alias)
 
     # The next sitecustomize on the path, run in this module's namespace.
     try:
