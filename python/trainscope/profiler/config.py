@@ -272,3 +272,51 @@ def resolve(config=None, hook_json_path=None):
         return None
     with open(path) as f:
         return _resolve_text(f.read(), path)
+
+
+class MetricsCategory(enum.Enum):
+    """smdebug's names of the profiler's windows."""
+
+    DETAILED_PROFILING = 1
+    DATALOADER_PROFILING = 2
+    PYTHON_PROFILING = 3
+    SMDATAPARALLEL_PROFILING = 4
+
+
+_CATEGORY_RANGES = {MetricsCategory.DETAILED_PROFILING: "detailed_profiling",
+                    MetricsCategory.DATALOADER_PROFILING: "dataloader_profiling",
+                    MetricsCategory.PYTHON_PROFILING: "python_profiling"}
+
+
+class ProfilerConfigParser:
+    """smdebug's view of this process's profiler configuration, read as the hook reads it
+    (TRAINSCOPE_PROFILER_CONFIG, else SMPROFILER_CONFIG_PATH; see resolve()).
+
+    profiling_enabled: a valid configuration turns the profiler on. An invalid one leaves it
+    off and is named in `error` (smdebug logs it and goes on, and so does this)."""
+
+    def __init__(self, framework=None):
+        self.framework = framework
+        self.load_config()
+
+    def load_config(self):
+        self.error = None
+        try:
+            self.resolved = resolve()
+        except ValueError as e:
+            self.resolved, self.error = None, str(e)
+        self.profiling_enabled = bool(self.resolved is not None and self.resolved.enabled)
+
+    @property
+    def local_path(self):
+        return self.resolved.local_path if self.resolved is not None else None
+
+    def is_python_profiling_enabled(self):
+        return self.profiling_enabled and bool(self.resolved.range("python_profiling"))
+
+    def metrics_config(self, category):
+        """The window's settings as the core parsed them ({} when the window is off)."""
+        name = _CATEGORY_RANGES.get(category)
+        if not self.profiling_enabled or name is None:
+            return {}
+        return dict(self.resolved.range(name))

@@ -1,0 +1,3 @@
+"""smdebug.profiler.profiler_config_parser."""
+
+from trainscope.profiler.config import MetricsCategory, ProfilerConfigParser  # noqa: F401
