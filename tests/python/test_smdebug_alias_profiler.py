@@ -95,3 +95,24 @@ def test_profiler_notebook_flow_runs_unmodified(tmp_path):
     assert sorted(set(sm_sys["dimension"])) == out["dimensions"]
     sm_steps = sm_fw[sm_fw["framework_metric"].str.startswith("Step:ModeKeys.TRAIN")]
     assert sorted(set(sm_steps["step"].tolist())) == out["train_steps"]
+
+
+def test_profiler_config_parser_reads_the_hooks_configuration(tmp_path, monkeypatch):
+    from trainscope.profiler.config import MetricsCategory, ProfilerConfigParser
+
+    monkeypatch.delenv("TRAINSCOPE_PROFILER_CONFIG", raising=False)
+    monkeypatch.delenv("SMPROFILER_CONFIG_PATH", raising=False)
+    assert not ProfilerConfigParser().profiling_enabled
+    path = tmp_path / "profiler.json"
+    path.write_text(json.dumps({"ProfilingParameters": {
+        "ProfilerEnabled": True, "LocalPath": str(tmp_path / "out"),
+        "PythonProfilingConfig": '{"StartStep": 2, "NumSteps": 1}'}}))
+    monkeypatch.setenv("SMPROFILER_CONFIG_PATH", str(path))
+    parser = ProfilerConfigParser()
+    assert parser.profiling_enabled and parser.error is None
+    assert parser.local_path == str(tmp_path / "out")
+    assert parser.is_python_profiling_enabled()
+    assert parser.metrics_config(MetricsCategory.DETAILED_PROFILING) == {}
+    path.write_text(json.dumps({"ProfilingParameters": {"SystemMonitorIntervalMillis": 5}}))
+    parser = ProfilerConfigParser()
+    assert not parser.profiling_enabled and "SystemMonitorIntervalMillis" in parser.error

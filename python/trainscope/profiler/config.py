@@ -312,11 +312,12 @@ class ProfilerConfigParser:
         return self.resolved.local_path if self.resolved is not None else None
 
     def is_python_profiling_enabled(self):
-        return self.profiling_enabled and bool(self.resolved.range("python_profiling"))
+        return self.profiling_enabled and bool(self.resolved.range("python_profiling").get("enabled"))
 
     def metrics_config(self, category):
         """The window's settings as the core parsed them ({} when the window is off)."""
         name = _CATEGORY_RANGES.get(category)
         if not self.profiling_enabled or name is None:
             return {}
-        return dict(self.resolved.range(name))
+        settings = self.resolved.range(name)
+        return dict(settings) if settings.get("enabled") else {}
