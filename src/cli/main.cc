@@ -1,8 +1,11 @@
 // The `trainscope` command: run a training under the debugger and inspect trials.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include "cli/commands.h"
+#include "cli/table.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"trainscope: a local training debugger and profiler (smdebug-compatible)",
@@ -17,10 +20,20 @@ int main(int argc, char** argv) {
   trainscope::cli::RegisterRuleWorker(app, &exit_code);
   trainscope::cli::RegisterTimeline(app, &exit_code);
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // runs the subcommand's callback
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : trainscope::cli::kExitUsage;
+  } catch (const std::bad_alloc&) {
+    // A last resort: the commands return errors, but a damaged or hostile file met by a
+    // library may still exhaust memory; say so instead of aborting.
+    std::fprintf(stderr, "trainscope: out of memory (a damaged or very large file in the "
+                         "folder?)\n");
+    return trainscope::cli::kExitFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainscope: internal error: %s\n",
+                 trainscope::cli::EscapeForTerminal(e.what()).c_str());
+    return trainscope::cli::kExitFailure;
   }
   return exit_code;
 }

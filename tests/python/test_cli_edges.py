@@ -278,6 +278,25 @@ def test_a_status_file_that_is_not_a_regular_file_is_refused_not_read(tmp_path, 
     assert str(path) in p.stderr and "not a regular file" in p.stderr, p.stderr
 
 
+def test_ls_on_a_hostile_collections_file_fails_with_a_message_not_an_abort(tmp_path):
+    # A collections file that is a link to /dev/zero, read under a 2 GB address-space limit:
+    # an error on stderr and exit 1 (from the reader, or the command's last resort), never
+    # std::terminate.
+    import resource
+
+    coll = tmp_path / "collections" / "000000000"
+    coll.mkdir(parents=True)
+    (coll / "worker_0_collections.json").symlink_to("/dev/zero")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    p = subprocess.run([CLI, "ls", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       preexec_fn=limit)
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert "terminate called" not in p.stderr and p.stderr.startswith("trainscope"), p.stderr
+
+
 # ---- 8. one run per output folder --------------------------------------------------------------
 
 
