@@ -139,14 +139,19 @@ class AutoSession:
         setattr(owner, name, wrapper)
         self._originals[(owner, name)] = (original, wrapper)
 
-    def stand_down(self, why=None):
-        """Removes every callback and wrapper; the hook (if any) is left to close at exit."""
+    def stand_down(self, why=None, in_optimizer_hook=False):
+        """Removes every callback and wrapper; the hook (if any) is left to close at exit.
+        `in_optimizer_hook`: called from inside an optimizer step hook. PyTorch iterates its
+        global optimizer hooks while it calls them, so removing one there raises "OrderedDict
+        mutated during iteration" in the training; those two stay registered and return at once
+        (self.off)."""
         if why:
             self._say(why)
         self.off = True
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
+        if not in_optimizer_hook:
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
         for (owner, name), (original, wrapper) in self._originals.items():
             if getattr(owner, name, None) is wrapper:
                 setattr(owner, name, original)
@@ -335,15 +340,17 @@ class AutoSession:
         from ..pytorch import singleton
 
         if singleton.get_hook() is not None:
-            self.stand_down()  # the script made its own hook: it is in charge
+            # the script made its own hook: it is in charge
+            self.stand_down(in_optimizer_hook=True)
             return False
         try:
             hook = _hook_class().create_from_json_file()
         except FileNotFoundError as e:
-            self.stand_down(f"off: {e}")
+            self.stand_down(f"off: {e}", in_optimizer_hook=True)
             return False
         except Exception as e:
-            self.stand_down(f"off: the hook configuration cannot be used: {e}")
+            self.stand_down(f"off: the hook configuration cannot be used: {e}",
+                            in_optimizer_hook=True)
             return False
         self.hook = hook
         self._guess = {id(o) for o in _discover.live_objects(torch.optim.Optimizer)}
