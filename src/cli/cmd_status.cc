@@ -87,6 +87,7 @@ nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules) {
 }
 
 std::string RenderStatusTable(const std::vector<RuleStatusView>& rules) {
+  if (rules.empty()) return "no rule ran on this trial\n";
   Table t({"rule", "status", "findings", "first at step", "what it saw"});
   for (const auto& r : rules) {
     std::string what = r.message;
