@@ -4,7 +4,7 @@
 // whatever the split between units that never fire and units that fire rarely).
 #include <map>
 
-#include "rules/builtin.h"
+#include "rules/loss_util.h"
 
 namespace trainscope::rules_internal {
 namespace {
@@ -56,6 +56,7 @@ class DeadRelu : public BuiltinRule {
   }
 
   Result<Verdict> InvokeAtStep(int64_t step) override {
+    NoteLoss(step);
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     Verdict v;
     for (const auto& name : names) {
@@ -129,10 +130,7 @@ class DeadRelu : public BuiltinRule {
                         " units) are zero at this step: most of the layer is dead and passes "
                         "almost no gradient";
       }
-      f.recommendation =
-          "dead ReLUs come from a too high learning rate or large negative biases: lower the "
-          "learning rate, use LeakyReLU/GELU/ELU, initialise with He (kaiming_normal_) and zero "
-          "biases, or add BatchNorm before the ReLU";
+      f.recommendation = Advice();
       v.Add(std::move(f));
     }
     return v;
@@ -161,6 +159,46 @@ class DeadRelu : public BuiltinRule {
   }
 
  private:
+  // Follows the (first) training loss, to tell whether the units died after a loss spike.
+  void NoteLoss(int64_t step) {
+    auto [mode, mode_step] = data().StepMode(step);
+    if (!IsTrainLike(mode)) return;
+    auto names = data().Select(losses_, step);
+    if (!names.ok() || names->empty()) return;
+    if (loss_name_.empty()) loss_name_ = names->front();
+    auto value = ScalarAt(data(), loss_name_, step);
+    if (!value.ok() || !*value) return;
+    if (first_loss_step_ < 0) {
+      first_loss_step_ = step;
+      first_loss_ = **value;
+    }
+    if (max_loss_step_ < 0 || **value > max_loss_) {
+      max_loss_ = **value;
+      max_loss_step_ = step;
+    }
+  }
+
+  std::string Advice() const {
+    if (first_loss_step_ >= 0 && max_loss_step_ > first_loss_step_ && first_loss_ > 0 &&
+        max_loss_ > kSpikeFactor * first_loss_) {
+      return "the loss spiked to " + Num(max_loss_) + " at step " +
+             std::to_string(max_loss_step_) + " (from " + Num(first_loss_) +
+             " at the start) before the units died: the learning rate is too high, and the "
+             "overshooting updates pushed the ReLUs' inputs below zero for every sample; lower "
+             "the learning rate (try 10x smaller) or add a warm-up, clip gradients "
+             "(torch.nn.utils.clip_grad_norm_), or use LeakyReLU/GELU";
+    }
+    return "dead ReLUs come from a too high learning rate or large negative biases: lower the "
+           "learning rate, use LeakyReLU/GELU/ELU, initialise with He (kaiming_normal_) and zero "
+           "biases, or add BatchNorm before the ReLU";
+  }
+
+  // A loss this many times its first value is a spike.
+  static constexpr double kSpikeFactor = 1.5;
+  TensorSelection losses_ = LossSelection();
+  std::string loss_name_;
+  int64_t first_loss_step_ = -1, max_loss_step_ = -1;
+  double first_loss_ = 0, max_loss_ = 0;
   double inactivity_, layer_, zeros_;
   bool skip_negative_;
   int64_t min_samples_;

@@ -2,8 +2,10 @@
 // A gradient that is exactly zero from the first step it is seen (zero by construction, such as
 // an attention key bias's) is not judged while it stays zero; a sparse gradient (an embedding's,
 // zero for every token not in the batch) is judged on its non-zero part when its zero share is
-// known. The recommendation fits the model: when the trial holds ReLU outputs, it does not
-// suggest ReLU, and it names the dead ReLU layers when most of a layer's outputs are zero.
+// known. In a ReLU model (the trial holds ReLU outputs), a gradient that becomes exactly zero is
+// left to DeadRelu (its units died: the root cause) and named in the status. The recommendation
+// fits the model: for a ReLU model it does not suggest ReLU, and it names the dead ReLU layers
+// when most of a layer's outputs are zero.
 #include <map>
 #include <set>
 
@@ -36,6 +38,10 @@ class VanishingGradient : public BuiltinRule {
   }
 
   Result<Verdict> InvokeAtStep(int64_t step) override {
+    if (!relu_model_) {
+      auto relus = data().Select(relus_, step);
+      relu_model_ = relus.ok() && !relus->empty();
+    }
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     Verdict v;
     for (const auto& name : names) {
@@ -52,6 +58,13 @@ class VanishingGradient : public BuiltinRule {
         continue;
       }
       structural_.erase(name);
+      // Exactly zero in a ReLU model (the trial holds ReLU outputs): every unit behind it was
+      // inactive for every sample, so its ReLUs are dead: DeadRelu's finding (the root cause,
+      // with the layer), not a gradient that shrank.
+      if (*abs_mean == 0 && relu_model_) {
+        if (behind_dead_relus_.size() < kMaxTracked) behind_dead_relus_.insert(name);
+        continue;
+      }
       double value = *abs_mean;
       // Sparse: the mean over the elements that got a gradient at all.
       auto zf = data().ReductionValue(name, step, Reduction{ReductionOp::kZeroFraction, false});
@@ -74,17 +87,28 @@ class VanishingGradient : public BuiltinRule {
   }
 
   std::string StatusNote() const override {
-    if (structural_.empty()) return {};
-    std::string out = std::to_string(structural_.size()) +
-                      " gradient(s) exactly zero at every step since their first (zero by "
-                      "construction, e.g. an attention key bias; not judged): ";
-    size_t shown = 0;
-    for (const auto& n : structural_) {
-      if (shown++ == 3) {
-        out += ", ...";
-        break;
+    std::string out;
+    auto list = [](const std::set<std::string>& names) {
+      std::string l;
+      size_t shown = 0;
+      for (const auto& n : names) {
+        if (shown++ == 3) {
+          l += ", ...";
+          break;
+        }
+        l += (shown > 1 ? ", " : "") + n;
       }
-      out += (shown > 1 ? ", " : "") + n;
+      return l;
+    };
+    if (!structural_.empty()) {
+      out = std::to_string(structural_.size()) +
+            " gradient(s) exactly zero at every step since their first (zero by construction, "
+            "e.g. an attention key bias; not judged): " + list(structural_);
+    }
+    if (!behind_dead_relus_.empty()) {
+      out += (out.empty() ? "" : "; ") + std::to_string(behind_dead_relus_.size()) +
+             " gradient(s) became exactly zero behind ReLUs that died (DeadRelu reports the "
+             "layer): " + list(behind_dead_relus_);
     }
     return out;
   }
@@ -144,6 +168,7 @@ class VanishingGradient : public BuiltinRule {
   TensorSelection relus_;
   std::set<std::string> seen_;        // gradients seen (bounded)
   std::set<std::string> structural_;  // exactly zero since first seen
+  std::set<std::string> behind_dead_relus_;  // became exactly zero in a ReLU model
   bool relu_model_ = false;
 };
 
