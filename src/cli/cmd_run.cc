@@ -381,7 +381,8 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   nlohmann::json j = nlohmann::json::object();
   if (auto old = ReadJsonFile(path); old && old->is_object()) j = std::move(*old);
   const std::string status = JsonString(j, "status");
-  const bool finished = j.contains("finished") && j["finished"].is_boolean() && j["finished"].get<bool>();
+  const bool finished =
+      j.contains("finished") && j["finished"].is_boolean() && j["finished"].get<bool>();
   if (finished || status == "Error" || status == "Stopped") return;
   const auto now = static_cast<int64_t>(env->NowMicros());
   j["version"] = fmt::kStatusVersion;
@@ -553,7 +554,9 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
               ", started " + JsonString(j, "started", "?");
       if (j.contains("command") && j["command"].is_array()) {
         std::string cmd;
-        for (const auto& a : j["command"]) cmd += (cmd.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : a.dump());
+        for (const auto& a : j["command"]) {
+          cmd += (cmd.empty() ? "" : " ") + (a.is_string() ? a.get<std::string>() : a.dump());
+        }
         owner += ", running: " + cmd;
       }
     } else {
@@ -817,7 +820,8 @@ int RunRun(RunOptions o) {
                          {"rules", StatusesJson(statuses)},
                          {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
   const auto last_saved = LastSavedStep(o.out);
-  summary["last_saved_step"] = last_saved ? nlohmann::json(last_saved->step) : nlohmann::json(nullptr);
+  summary["last_saved_step"] =
+      last_saved ? nlohmann::json(last_saved->step) : nlohmann::json(nullptr);
   if (!o.json_out.empty()) {
     if (Status s = env->WriteFileAtomic(o.json_out, DumpJson(summary) + "\n", false); !s.ok()) {
       std::fprintf(stderr, "trainscope run: --json-out: %s\n", s.ToString().c_str());
@@ -844,7 +848,8 @@ int RunRun(RunOptions o) {
     if (!r.first_finding.is_object()) continue;
     const int64_t step = JsonInt(r.first_finding, "step", -1);
     std::string text = r.rule;
-    if (step >= 0) text += " at step " + std::to_string(step);  // profiler findings may have no step
+    // Profiler findings may have no step.
+    if (step >= 0) text += " at step " + std::to_string(step);
     const std::string tensor = JsonString(r.first_finding, "tensor");
     if (!tensor.empty()) text += " on " + tensor;
     std::cout << "\n" << EscapeForTerminal(text) << ":\n  "

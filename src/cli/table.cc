@@ -162,7 +162,8 @@ std::string Table::Render(size_t max_width, size_t total_width) const {
     wrap[ncol - 1] = std::min(max_width, std::max<size_t>(left, 30));
     width[ncol - 1] = DisplayWidth(header_[ncol - 1]);
     for (const auto& r : cells) {
-      width[ncol - 1] = std::max(width[ncol - 1], std::min(wrap[ncol - 1], DisplayWidth(r[ncol - 1])));
+      width[ncol - 1] =
+          std::max(width[ncol - 1], std::min(wrap[ncol - 1], DisplayWidth(r[ncol - 1])));
     }
   }
   std::string out;
