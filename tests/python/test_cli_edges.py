@@ -146,10 +146,11 @@ def test_a_status_message_with_escapes_is_shown_escaped(tmp_path):
     rule.mkdir(parents=True)
     (rule / "status.json").write_text(json.dumps(
         {"version": 1, "rule": "Evil", "status": "Error", "finished": True,
-         "message": "boom\x1b]0;owned\x07\x1b[2J done"}))
+         "message": "boom\x1b]0;owned\x07\x1b[2J done \u009b2J ünïcode"}))
     p = _cli("status", tmp_path)
     assert "\x1b" not in p.stdout and "\x07" not in p.stdout, repr(p.stdout)
-    assert "boom\\x1b]0;owned\\x07\\x1b[2J done" in p.stdout, p.stdout
+    assert "\u009b" not in p.stdout, repr(p.stdout)  # a C1 CSI
+    assert "boom\\x1b]0;owned\\x07\\x1b[2J done \\u009b2J ünïcode" in p.stdout, p.stdout
     assert p.returncode == 6
 
 
