@@ -188,10 +188,11 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
 // the user's --hook-config merged over it as SageMaker merges a DebuggerHookConfig with its
 // rules' needs: its HookParameters keys and its CollectionConfigurations entries (by
 // CollectionName) replace the generated ones; the trial stays --out. The result is parsed as
-// the hook will parse it, so a bad file stops `run` before the training starts.
+// the hook will parse it, so a bad file stops `run` before the training starts. `quiet`: no
+// note on stderr (a first call that only checks).
 Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval,
                                    const std::vector<CollectionRequest>& collections,
-                                   const std::string& user_file) {
+                                   const std::string& user_file, bool quiet = false) {
   nlohmann::json j;
   j["LocalPath"] = out;
   j["HookParameters"] = {{"save_interval", std::to_string(save_interval > 0 ? save_interval : 500)}};
@@ -226,7 +227,7 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
     }
     for (const auto& [key, value] : user.items()) {
       if (key == "LocalPath") {
-        if (value != out) {
+        if (value != out && !quiet) {
           std::fprintf(stderr, "trainscope run: %s: LocalPath ignored, the trial is %s (--out)\n",
                        where.c_str(), out.c_str());
         }
@@ -608,6 +609,14 @@ int RunRun(RunOptions o) {
                  "trainscope run: %s already holds a finished trial: choose another --out or "
                  "remove it\n",
                  o.out.c_str());
+    return kExitUsage;
+  }
+  // The hook configuration is checked before anything is made under --out; it is built again
+  // below with the folder's final, absolute path.
+  if (auto checked = HookConfigJson(o.out, o.save_interval, collections, o.hook_config,
+                                    /*quiet=*/true);
+      !checked.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", checked.status().message().c_str());
     return kExitUsage;
   }
   char abs[4096];

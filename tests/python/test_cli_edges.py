@@ -78,6 +78,7 @@ def test_a_hook_config_json_error_gives_line_and_column(tmp_path):
     assert p.returncode == 2, p.stderr
     assert f"--hook-config {user}" in p.stderr, p.stderr
     assert re.search(r"line 4, column \d+", p.stderr), p.stderr
+    assert not (tmp_path / "t").exists()  # refused before anything was made under --out
 
 
 # ---- 2, 3, 6, 7: one real run that stops, read by the summary, --json and status ---------------
