@@ -1,7 +1,8 @@
 // TensorVariance (docs/rules/TensorVariance.md): a tensor's variance above max_threshold or
 // below min_threshold; a tensor saved first as a constant (variance exactly 0: BatchNorm's and
 // LayerNorm's scale initialised to ones, zero-initialised biases) is judged against
-// min_threshold only once its variance has reached it.
+// min_threshold only once its variance has reached it. Without either threshold it checks nothing
+// and says so in its status (so that `trainscope run --rules all` starts).
 #include <set>
 
 #include "rules/builtin.h"
@@ -25,11 +26,6 @@ class TensorVariance : public BuiltinRule {
   }
 
   Status Validate() const {
-    if (!max_ && !min_) {
-      return Status::InvalidArgument(
-          "TensorVariance: set max_threshold and/or min_threshold (e.g. max_threshold=10, "
-          "min_threshold=0.00001)");
-    }
     if (max_ && min_ && *min_ > *max_) {
       return Status::InvalidArgument("TensorVariance: min_threshold > max_threshold");
     }
@@ -37,8 +33,9 @@ class TensorVariance : public BuiltinRule {
   }
 
   Result<Verdict> InvokeAtStep(int64_t step) override {
-    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     Verdict v;
+    if (!max_ && !min_) return v;
+    TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     for (const auto& name : names) {
       // A single value has no variance worth checking (losses, scalars).
       auto stats = data().Stats(name, step);
@@ -85,8 +82,15 @@ class TensorVariance : public BuiltinRule {
     return b;
   }
 
+  std::string StatusNote() const override {
+    if (max_ || min_) return {};
+    return "nothing was checked: TensorVariance needs max_threshold and/or min_threshold (e.g. "
+           "max_threshold=10, min_threshold=0.00001)";
+  }
+
   std::vector<CollectionRequest> RequiredCollections() const override {
     std::vector<CollectionRequest> out;
+    if (!max_ && !min_) return out;  // checks nothing
     auto add = [&](const std::string& name, std::vector<std::string> regex) {
       CollectionRequest r;
       r.name = name;
