@@ -1,5 +1,6 @@
 #include "trainscope/hook_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -256,10 +257,45 @@ Status HookConfig::Validate() const {
   return Status::OK();
 }
 
+namespace {
+
+// "line L, column C" (1-based) of the byte at 0-based `offset` in `text`.
+std::string LineAndColumn(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+}  // namespace
+
 Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view source) {
   const std::string src(source);
-  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte counts the bytes read, the offending one included. nlohmann's text repeats the
+    // position after an id ("[json.exception.parse_error.101] parse error at line 3, column
+    // 29: syntax error ..."): only what follows it is kept.
+    std::string detail = e.what();
+    if (size_t at = detail.find("column"); at != std::string::npos) {
+      if (size_t colon = detail.find(": ", at); colon != std::string::npos) {
+        detail = detail.substr(colon + 2);
+      }
+    }
+    return Status::InvalidArgument(src + ": not valid JSON at " +
+                                   LineAndColumn(text, e.byte > 0 ? e.byte - 1 : 0) + ": " +
+                                   detail);
+  }
+  if (!root.is_object()) {
     return Status::InvalidArgument(src + ": not a JSON object; a hook configuration looks like "
                                    "{\"LocalPath\": \"/out\", \"HookParameters\": {...}}");
   }

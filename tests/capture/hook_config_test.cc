@@ -83,6 +83,22 @@ TEST(HookConfigJsonTest, DefaultsWithoutHookParameters) {
   EXPECT_EQ(c->include_workers, IncludeWorkers::kOne);
 }
 
+TEST(HookConfigJsonTest, SyntaxErrorsGiveLineAndColumn) {
+  auto c = ParseHookConfigJson("{\n  \"LocalPath\": \"/x\",\n  \"HookParameters\": {\"a\": 1,}\n}",
+                               "cfg.json");
+  ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("cfg.json: not valid JSON at line 3, column 29: syntax error"),
+            std::string::npos)
+      << c.status().message();
+  auto d = ParseHookConfigJson("", "empty.json");
+  EXPECT_NE(d.status().message().find("empty.json: not valid JSON at line 1, column 1"),
+            std::string::npos)
+      << d.status().message();
+  // Valid JSON of the wrong shape keeps its own message.
+  auto e = ParseHookConfigJson("[1]", "list.json");
+  EXPECT_NE(e.status().message().find("list.json: not a JSON object"), std::string::npos);
+}
+
 TEST(HookConfigJsonTest, NoLocalPathMeansSageMakersFolderOnlyInsideASageMakerJob) {
   unsetenv("TRAINING_JOB_NAME");
   auto no_path = ParseHookConfigJson("{}");
@@ -152,7 +168,8 @@ TEST_P(HookConfigBadValuesTest, FailsWithAMessageThatSaysWhatToChange) {
 INSTANTIATE_TEST_SUITE_P(
     All, HookConfigBadValuesTest,
     ::testing::Values(
-        BadCase{"not json", "cfg.json", "not a JSON object"},
+        BadCase{"not json", "cfg.json: not valid JSON at line 1, column 2", "invalid literal"},
+        BadCase{"[1, 2]", "cfg.json", "not a JSON object"},
         BadCase{R"({"HookParameters": {"save_interval": "ten"}})", "HookParameters.save_interval",
                 "not a whole number"},
         BadCase{R"({"HookParameters": {"save_interval": "-3"}})", "save_interval is -3", ">= 1"},

@@ -141,3 +141,12 @@ def test_collection_defined_after_a_json_hook_is_judged_at_the_first_step(tmp_pa
     assert err.count("collection 'empty_one' has no include_regex and no tensor names") == 1, err
     trial = ts.create_trial(str(tmp_path / "t"))
     assert trial.tensor("relu_output_0").steps() == [0, 1]
+
+
+def test_json_syntax_errors_name_the_line_and_column(tmp_path):
+    cfg = tmp_path / "hook.json"
+    cfg.write_text('{"LocalPath": "%s",\n "HookParameters": {"save_interval": 5,}}' %
+                   (tmp_path / "t"))
+    with pytest.raises(SMDebugValueError) as e:
+        ts.Hook.create_from_json_file(str(cfg))
+    assert f"{cfg}: not valid JSON at line 2, column 40" in str(e.value), str(e.value)
