@@ -323,3 +323,22 @@ def test_alias_names_exist_in_smdebug_with_its_constant_values(tmp_path):
     assert "CONFIG_FILE_PATH_ENV_STR" in aliased["smdebug.core.json_config"]
     assert aliased["smdebug.core.config_constants"]["DEFAULT_COLLECTIONS_FILE_NAME"] == \
         "worker_0_collections.json"
+
+
+def test_processes_the_script_starts_get_the_alias(tmp_path):
+    p = run_aliased("""
+        import json, multiprocessing as mp
+
+        def child(q):
+            import smdebug
+            q.put(smdebug.__file__)
+
+        if __name__ == "__main__":
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            proc = ctx.Process(target=child, args=(q,))
+            proc.start()
+            print(json.dumps({"child": q.get(timeout=60)}))
+            proc.join()
+    """, tmp_path)
+    assert last_json(p)["child"].startswith(_finder.ALIAS_DIR)

@@ -3,8 +3,8 @@
 Runs a script (or a module, as ``python -m`` would) written for smdebug with `import smdebug...`
 resolved to trainscope. The script sees ``sys.argv == [SCRIPT, *ARGS]`` and runs as __main__.
 Exit status 2 with a message if a real smdebug is installed and --force is not given.
-TRAINSCOPE_SMDEBUG_ALIAS is set for the processes the script starts (`trainscope run`'s
-bootstrap installs the alias in them).
+The Python processes the script starts get the alias too (through trainscope's bootstrap, as
+under `trainscope run`).
 """
 
 import os
@@ -14,6 +14,20 @@ import sys
 from . import ENV_VAR, install
 
 USAGE = "usage: python -m trainscope.smdebug [--force] (SCRIPT | -m MODULE) [ARGS...]"
+
+
+def _alias_child_processes(force):
+    """Python processes the script starts (multiprocessing's spawn, torch.distributed workers)
+    get the alias too: TRAINSCOPE_SMDEBUG_ALIAS for them, and trainscope's bootstrap folder
+    (trainscope/auto/boot, the one `trainscope run` uses) first on their PYTHONPATH; its
+    sitecustomize installs the alias at their first `import smdebug`."""
+    os.environ[ENV_VAR] = "force" if force else os.environ.get(ENV_VAR) or "1"
+    boot = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "auto", "boot")
+    if not os.path.isfile(os.path.join(boot, "sitecustomize.py")):
+        return
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if boot not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([boot, *paths])
 
 
 def main(argv):
@@ -40,7 +54,7 @@ def main(argv):
         print("trainscope.smdebug: a real smdebug is installed; pass --force to run with "
               "trainscope's alias instead (or uninstall smdebug)", file=sys.stderr)
         return 2
-    os.environ[ENV_VAR] = "force" if force else os.environ.get(ENV_VAR) or "1"
+    _alias_child_processes(force)
     if module is not None:
         sys.argv = [module, *args]
         runpy.run_module(module, run_name="__main__", alter_sys=True)

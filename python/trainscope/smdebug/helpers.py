@@ -5,11 +5,13 @@ splitting), written for trainscope. smdebug.core.utils re-exports them.
 import json
 import logging
 import os
+import shutil
 from enum import Enum
 
 import numpy as np
 
-from ..exceptions import SMDebugTypeError, SMDebugValueError
+from ..exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugValueError
+from . import constants as _c
 
 # smdebug.core.access_layer.utils
 END_OF_JOB_FILENAME = "training_job_end.ts"
@@ -24,6 +26,7 @@ __all__ = [
     "FRAMEWORK", "ensure_dir", "flatten", "get_immediate_subdirectories", "get_logger",
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",
     "make_numpy_array", "merge_two_dicts", "remove_file_if_exists", "split",
+    "is_framework_version_supported", "SagemakerSimulator", "ScriptSimulator",
 ]
 
 
@@ -113,3 +116,82 @@ def make_numpy_array(x):
     if isinstance(x, dict):
         return np.array(x)
     raise SMDebugTypeError(f"_make_numpy_array only accepts array-like values, not {type(x)}")
+
+
+def is_framework_version_supported(framework_type):
+    """True if the framework's hook can run here: PyTorch when torch imports (trainscope
+    supports the torch it is installed with); other frameworks have no trainscope hook."""
+    if framework_type == FRAMEWORK.PYTORCH:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return False
+        return True
+    if isinstance(framework_type, FRAMEWORK):
+        return False
+    raise SMDebugNotImplementedError(f"No such framework type {framework_type}")
+
+
+class SagemakerSimulator:
+    """Makes this process look like a SageMaker training job while inside the `with` block:
+    writes the hook's JSON configuration (json_file_contents) to json_config_path and
+    SageMaker's TensorBoard configuration, and sets SMDEBUG_CONFIG_FILE_PATH,
+    TENSORBOARD_CONFIG_FILE_PATH and TRAINING_JOB_NAME; with cleanup, removes the trial folder
+    (/opt/ml/output/tensors) first and the files and variables after."""
+
+    def __init__(self, json_config_path="/tmp/zcc_config.json", tensorboard_dir="/tmp/tensorboard",
+                 training_job_name="sm_job", json_file_contents="{}", enable_tb=True, cleanup=True):
+        self.out_dir = _c.DEFAULT_SAGEMAKER_OUTDIR
+        self.json_config_path = json_config_path
+        self.tb_json_config_path = _c.DEFAULT_SAGEMAKER_TENSORBOARD_PATH
+        self.tensorboard_dir = tensorboard_dir
+        self.training_job_name = training_job_name
+        self.json_file_contents = json_file_contents
+        self.enable_tb = enable_tb
+        self.cleanup = cleanup
+
+    def __enter__(self):
+        if self.cleanup:
+            shutil.rmtree(self.out_dir, ignore_errors=True)
+        remove_file_if_exists(self.json_config_path)
+        os.environ[_c.CONFIG_FILE_PATH_ENV_STR] = self.json_config_path
+        os.environ["TRAINING_JOB_NAME"] = self.training_job_name
+        ensure_dir(self.json_config_path)
+        with open(self.json_config_path, "w") as f:
+            f.write(self.json_file_contents)
+        if self.enable_tb:
+            os.environ[_c.TENSORBOARD_CONFIG_FILE_PATH_ENV_STR] = self.tb_json_config_path
+            ensure_dir(self.tb_json_config_path)
+            with open(self.tb_json_config_path, "w") as f:
+                json.dump({"LocalPath": self.tensorboard_dir}, f)
+        return self
+
+    def __exit__(self, *exc):
+        if not self.cleanup:
+            return
+        remove_file_if_exists(self.json_config_path)
+        if self.enable_tb:
+            remove_file_if_exists(self.tb_json_config_path)
+        for var in (_c.CONFIG_FILE_PATH_ENV_STR, "TRAINING_JOB_NAME",
+                    _c.TENSORBOARD_CONFIG_FILE_PATH_ENV_STR):
+            os.environ.pop(var, None)
+
+
+class ScriptSimulator:
+    """Removes out_dir (and tensorboard_dir) before and after the `with` block."""
+
+    def __init__(self, out_dir="/tmp/test", tensorboard_dir=None):
+        self.out_dir = out_dir
+        self.tensorboard_dir = tensorboard_dir
+
+    def _clean(self):
+        for d in (self.out_dir, self.tensorboard_dir):
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
+
+    def __enter__(self):
+        self._clean()
+        return self
+
+    def __exit__(self, *exc):
+        self._clean()
