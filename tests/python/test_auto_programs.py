@@ -192,3 +192,31 @@ def test_ddp_two_ranks_gloo(tmp_path):
     assert {"Sequential_0.weight", "gradient/Sequential_0.weight",
             "CrossEntropyLoss_output_0"} <= names, sorted(names)
     assert not [n for n in names if "module." in n]
+
+
+def test_run_sets_the_switch_and_the_boot_folder(tmp_path):
+    """The installed command finds the boot folder beside itself (trainscope/bin ->
+    trainscope/auto/boot); TRAINSCOPE_AUTO set by the caller (0: off) is kept."""
+    import trainscope.auto
+
+    installed = pathlib.Path(sys.executable).with_name("trainscope")
+    code = "import os; print('ENV', os.environ.get('TRAINSCOPE_AUTO'), os.environ['PYTHONPATH'])"
+    for i, (cli, extra) in enumerate([(str(installed), {}), (CLI, {"TRAINSCOPE_AUTO": "0"})]):
+        if not pathlib.Path(cli).exists():
+            continue
+        env = _env()
+        env.update(extra)
+        if cli == str(installed):
+            env.pop("TRAINSCOPE_AUTO_BOOT")
+        p = subprocess.run([cli, "run", "--out", str(tmp_path / f"t{i}"), "--rules", "none",
+                            "--no-system", "--", sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        line = [x for x in p.stdout.splitlines() if x.startswith("ENV ")][0]
+        flag, path = line.split(" ", 2)[1:]
+        assert flag == extra.get("TRAINSCOPE_AUTO", "1"), line
+        first = pathlib.Path(path.split(os.pathsep)[0])
+        assert (first / "sitecustomize.py").is_file(), line
+        assert first.parent.name == "auto" and first.name == "boot", line
+        if cli == CLI:
+            assert os.path.samefile(first, trainscope.auto.BOOT_DIR)
