@@ -90,7 +90,8 @@ struct HookStats {
   int64_t tensors_saved = 0;    // raw values written
   int64_t reductions_saved = 0;
   uint64_t raw_bytes = 0;       // bytes of raw values handed to the writer
-  int64_t errors = 0;           // failures reported (the first one printed)
+  // Capture failures reported (the first one printed); write failures count in steps_failed.
+  int64_t errors = 0;
   int64_t plans_built = 0;      // cache misses of Plan()
 };
 

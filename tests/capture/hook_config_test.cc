@@ -84,11 +84,12 @@ TEST(HookConfigJsonTest, DefaultsWithoutHookParameters) {
 }
 
 TEST(HookConfigJsonTest, SyntaxErrorsGiveLineAndColumn) {
-  auto c = ParseHookConfigJson("{\n  \"LocalPath\": \"/x\",\n  \"HookParameters\": {\"a\": 1,}\n}",
-                               "cfg.json");
+  auto c = ParseHookConfigJson(
+      "{\n  \"LocalPath\": \"/x\",\n  \"HookParameters\": {\"a\": 1,}\n}", "cfg.json");
   ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("cfg.json: not valid JSON at line 3, column 29: syntax error"),
-            std::string::npos)
+  EXPECT_NE(
+      c.status().message().find("cfg.json: not valid JSON at line 3, column 29: syntax error"),
+      std::string::npos)
       << c.status().message();
   auto d = ParseHookConfigJson("", "empty.json");
   EXPECT_NE(d.status().message().find("empty.json: not valid JSON at line 1, column 1"),
