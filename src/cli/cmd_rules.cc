@@ -17,7 +17,10 @@ nlohmann::json InfoJson(const RuleInfo& info) {
   nlohmann::json j{{"name", info.name}, {"kind", info.kind}, {"summary", info.summary}};
   j["parameters"] = nlohmann::json::array();
   for (const auto& p : info.params) {
-    j["parameters"].push_back({{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
+    j["parameters"].push_back({{"name", p.name},
+                               {"type", ParamTypeName(p.type)},
+                               {"default", TypedParamValue(p.type, p.default_value)},
+                               {"help", p.help}});
   }
   j["collections"] = nlohmann::json::array();
   // Merged as `run` writes them (one entry per collection).
@@ -43,7 +46,7 @@ int RunRules(const std::string& name, bool json) {
     all.push_back(InfoJson(*info));
   }
   if (json) {
-    std::cout << all.dump(2) << "\n";
+    std::cout << DumpJson(all) << "\n";
     return kExitOk;
   }
   if (name.empty()) {
@@ -54,7 +57,7 @@ int RunRules(const std::string& name, bool json) {
           std::find(defaults.begin(), defaults.end(), r["name"].get<std::string>()) != defaults.end();
       t.AddRow({r["name"], r["kind"], is_default ? "yes" : "", r["summary"]});
     }
-    std::cout << t.Render(100) << "\n`trainscope rules NAME` shows a rule's parameters; "
+    std::cout << t.Render(60, OutputWidth()) << "\n`trainscope rules NAME` shows a rule's parameters; "
               << "use them as --rule NAME:KEY=VALUE,...\n";
     return kExitOk;
   }
@@ -62,8 +65,10 @@ int RunRules(const std::string& name, bool json) {
   std::cout << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>()
             << " rule): " << r["summary"].get<std::string>() << "\n\n";
   Table t({"parameter", "default", "meaning"});
-  for (const auto& p : r["parameters"]) t.AddRow({p["name"], p["default"], p["help"]});
-  std::cout << t.Render(100);
+  if (auto info = DescribeRule(name); info.ok()) {
+    for (const auto& p : info->params) t.AddRow({p.name, p.default_value, p.help});
+  }
+  std::cout << t.Render(60, OutputWidth());
   if (!r["collections"].empty()) {
     std::cout << "\nSaved for it under `trainscope run`:\n";
     for (const auto& c : r["collections"]) {

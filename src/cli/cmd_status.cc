@@ -15,12 +15,8 @@
 #include "trainscope/trial_format.h"
 
 namespace trainscope::cli {
-namespace {
 
-// A parameter's string value (status.json keeps them as SageMaker passes them) as the JSON
-// value its declared type means; the string itself where the type is unknown or it does not
-// parse.
-nlohmann::json TypedParam(ParamType type, const std::string& v) {
+nlohmann::json TypedParamValue(ParamType type, const std::string& v) {
   if (v == "None") return nullptr;
   char* end = nullptr;
   switch (type) {
@@ -56,6 +52,20 @@ nlohmann::json TypedParam(ParamType type, const std::string& v) {
   return v;
 }
 
+const char* ParamTypeName(ParamType type) {
+  switch (type) {
+    case ParamType::kDouble: return "number";
+    case ParamType::kInt: return "integer";
+    case ParamType::kBool: return "boolean";
+    case ParamType::kString: return "string";
+    case ParamType::kStringList: return "list of strings";
+    case ParamType::kDoubleList: return "list of numbers";
+  }
+  return "string";
+}
+
+namespace {
+
 nlohmann::json TypedParams(const std::string& rule, const nlohmann::json& params) {
   auto info = DescribeRule(rule);
   if (!info.ok() || !params.is_object()) return params;
@@ -64,7 +74,7 @@ nlohmann::json TypedParams(const std::string& rule, const nlohmann::json& params
     out[k] = v;
     if (!v.is_string()) continue;
     for (const auto& p : info->params) {
-      if (p.name == k) out[k] = TypedParam(p.type, v.get<std::string>());
+      if (p.name == k) out[k] = TypedParamValue(p.type, v.get<std::string>());
     }
   }
   return out;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/rule_status.h"
+#include "trainscope/rule_params.h"
 
 namespace CLI {
 class App;
@@ -32,6 +33,12 @@ inline constexpr int kExitUnreadable = 7;
 // kExitUnreadable if a rule's status file is damaged, else kExitIssuesFound if a rule found
 // issues, else kExitRuleError if one is in Error, else kExitOk.
 int RulesExitCode(const std::vector<RuleStatusView>& rules);
+// A rule parameter's string value (as SageMaker passes it, as status.json keeps it) as the JSON
+// value its declared type means: numbers, booleans, lists, null for "None" (and for "" as a
+// string); the string itself where it does not parse as its type.
+nlohmann::json TypedParamValue(ParamType type, const std::string& value);
+// "number", "integer", "boolean", "string", "list of strings", "list of numbers".
+const char* ParamTypeName(ParamType type);
 // The statuses as JSON; rule parameters typed by the rule's declaration (numbers, booleans,
 // lists, null for "None"); a damaged status file as status "Unreadable" with its "error".
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);

@@ -201,6 +201,16 @@ def test_json_stays_parseable_when_the_training_prints(tmp_path):
     assert json.loads(out_file.read_text())["training_exit_code"] == 0
 
 
+def test_rules_json_gives_typed_defaults():
+    (rule,) = json.loads(_cli("rules", "LossNotDecreasing", "--json").stdout)
+    params = {p["name"]: p for p in rule["parameters"]}
+    assert params["num_steps"]["default"] == 10 and params["num_steps"]["type"] == "integer"
+    assert params["diff_percent"]["default"] == 0.1
+    assert params["use_losses_collection"]["default"] is True
+    assert params["collection_names"]["default"] is None
+    assert params["mode"]["default"] is None and params["mode"]["type"] == "string"
+
+
 # ---- 4. folders that are not trials ------------------------------------------------------------
 
 
