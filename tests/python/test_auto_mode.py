@@ -106,6 +106,32 @@ def test_script_with_its_own_hook_is_left_alone(tmp_path):
     assert "gradient/Linear_weight" in t.tensor_names()
 
 
+def test_script_asking_for_the_hook_later_gets_the_automatic_one(tmp_path):
+    cfg, out = _config(tmp_path)
+    script = tmp_path / "late_hook.py"
+    script.write_text(
+        "import torch\n"
+        "import trainscope.pytorch as ts\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "crit = torch.nn.MSELoss()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for i in range(6):\n"
+        "    opt.zero_grad()\n"
+        "    crit(model(torch.randn(8, 4)), torch.zeros(8, 2)).backward()\n"
+        "    opt.step()\n"
+        "    hook = ts.get_hook(create_if_not_exists=True)\n"
+        "    hook.register_module(model)\n"
+        "    hook.register_loss(crit)\n"
+        "    hook.save_scalar('i', i)\n")
+    p = _auto([str(script)], _env(cfg))
+    assert p.returncode == 0, p.stderr
+    t = _trial(out)
+    assert t.steps() == list(range(6))
+    assert {"Linear_weight", "gradient/Linear_weight", "MSELoss_output_0",
+            "scalar/i"} <= set(t.tensor_names()), t.tensor_names()
+    assert "MSELoss_output_1" not in t.tensor_names()
+
+
 def test_grad_scaler_skipped_step_is_not_an_explosion(tmp_path):
     from trainscope import modes
 

@@ -67,13 +67,19 @@ def _hook_class():
     gradients at the optimizer step instead (one value per step, the one applied)."""
     global _hook_cls
     if _hook_cls is None:
-        from ..pytorch.hook import Hook
+        from ..pytorch.hook import Hook, _unwrap
 
         class AutoHook(Hook):
             def _grad_hook(self, gname):
                 return _no_gradient_hook
 
             def register_module(self, module):
+                # A script that asks get_hook() for the hook and registers its model, after
+                # the automatic mode did, is not an error: the model is registered.
+                if isinstance(module, torch.nn.Module):
+                    top = _unwrap(module)[0]
+                    if any(top is t for t in self._top_modules):
+                        return
                 super().register_module(module)
                 for h in [h for h in self._handles if _is_gradient_handle(h)]:
                     h.remove()
