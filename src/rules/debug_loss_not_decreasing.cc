@@ -2,8 +2,8 @@
 //
 // - "trend" (default): judges each loss series against its own noise level and its start. Per
 //   window of num_steps steps: diverging (the window's median is divergence_factor times the
-//   initial level), rising (significantly and lastingly above the best level seen, having lost
-//   half of the progress made), or not learning (never dropped meaningfully below the initial
+//   initial level), rising (the median doubled against the best level seen, significantly, and
+//   back above the start after learning), or not learning (never dropped meaningfully below the initial
 //   level, and no significant downward trend: Mann-Kendall over the last kHistoryValues values).
 //   A series that learned and then flattens has converged: not an issue, reported in the status
 //   message. With several loss series (a GAN's two optimizers, loss components), a finding needs
@@ -267,7 +267,6 @@ class LossNotDecreasing : public BuiltinRule {
     double best = HUGE_VAL;       // lowest window mean so far
     double best_se2 = 0;          // its squared standard error
     int64_t windows = 0;          // closed windows
-    int64_t count_last = 0;       // values in the last closed window
     bool learned = false;         // dropped meaningfully below the initial level at some point
     int64_t converged_step = -1;  // learned, then no significant trend since this step
     double converged_mean = 0;
@@ -300,7 +299,6 @@ class LossNotDecreasing : public BuiltinRule {
     const double n = static_cast<double>(s.count);
     const double mean = s.sum / n;
     const double median = Median(s.values);
-    s.count_last = s.count;
     s.sum = s.m = s.m2 = 0;
     s.count = 0;
     s.values.clear();
@@ -320,12 +318,6 @@ class LossNotDecreasing : public BuiltinRule {
     // (the variance of a median of n values is about pi/2 times that of their mean)
     const double init_se2 = 1.57 * noise2 / static_cast<double>(s.first.size());
     const double z = MannKendallZ(s.history);
-    // The recent trend: the last two windows' values.
-    std::deque<double> recent(
-        s.history.end() - static_cast<std::ptrdiff_t>(
-                              std::min(s.history.size(), static_cast<size_t>(2 * s.count_last))),
-        s.history.end());
-    const double z_recent = MannKendallZ(recent);
     const double init = s.init;
     const double best_before = s.best;
     const double best_se2_before = s.best_se2;
@@ -370,11 +362,12 @@ class LossNotDecreasing : public BuiltinRule {
                                : init_se2;
     const double rise = mean - ref;
     const double rise_pct = rise / (std::fabs(ref) > 0 ? std::fabs(ref) : 1e-12) * 100.0;
-    // After learning, a rise counts when every bit of progress is lost: back above the start.
-    const bool lost_progress = !s.learned || mean > init;
-    if (rise > 0 && rise_pct > increase_percent_ && mean > kRiseFactor * ref &&
-        rise > kRiseSignificance * std::sqrt(se2 + ref_se2) && z_recent > kTrendZ &&
-        lost_progress) {
+    // The window's median (robust to one bad batch) must have at least doubled, and after
+    // learning be back above the start (every bit of progress lost); the mean's rise must be
+    // significant against the batch noise.
+    const bool lost_progress = !s.learned || median > init;
+    if (rise > 0 && rise_pct > increase_percent_ && median > kRiseFactor * ref &&
+        rise > kRiseSignificance * std::sqrt(se2 + ref_se2) && lost_progress) {
       s.converged_step = -1;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
@@ -382,10 +375,11 @@ class LossNotDecreasing : public BuiltinRule {
       f.threshold = increase_percent_;
       f.condition = "window mean rose by more than increase_threshold_percent, significantly";
       f.explanation = "the mean of " + name + " over the last window is " + Num(mean) +
-                      " against " + Num(ref) + (s.learned ? " at its best" : " at the start") +
-                      ": it rose " + Num(rise_pct) + "% (more than " + Num(increase_percent_) +
-                      "%, more than doubled) on a significant upward trend (Mann-Kendall z " +
-                      Num(z_recent) +
+                      " (median " + Num(median) + ") against " + Num(ref) +
+                      (s.learned ? " at its best window" : " at the start") + ": it rose " +
+                      Num(rise_pct) + "% (more than " + Num(increase_percent_) +
+                      "%; the median more than doubled" +
+                      (s.learned ? ", back above the start " + Num(init) : std::string()) +
                       "), well beyond the batch noise";
       f.recommendation =
           "the loss is rising: lower the learning rate (try 10x smaller) or add a warm-up, "
