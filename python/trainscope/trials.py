@@ -132,6 +132,7 @@ class Trial:
         # only new index files are read), so it is accepted and has no effect.
         self.dynamic_refresh = True
         self._tensors = {}
+        self._collections = {}
         self._core_module = _load_core()
 
         begin, end = 0, -1
@@ -369,13 +370,33 @@ class Trial:
         return list(self._core.workers())
 
     def collections(self):
-        """{name: Collection} from the trial's collections file."""
-        return {c["name"]: _collection_from_core(c) for c in self._core.collections()}
+        """{name: Collection} of the trial's collections files, plus any made by collection().
+        The objects persist: a change to one (``include``, ``add_tensor_name``) is what later
+        ``tensor_names(collection=...)`` calls use, as in smdebug."""
+        for c in self._core.collections():
+            if c["name"] not in self._collections:
+                self._collections[c["name"]] = _collection_from_core(c)
+        return self._collections
 
     def collection(self, coll_name):
-        """The named Collection (an empty one if the trial has none of that name, as smdebug)."""
-        c = self._core.collection(coll_name)
-        return _collection_from_core(c) if c is not None else Collection(coll_name)
+        """The named Collection; one the trial lacks is created empty (and kept), as smdebug's."""
+        coll = self._collections.get(coll_name)
+        if coll is None:
+            c = self._core.collection(coll_name)
+            coll = _collection_from_core(c) if c is not None else Collection(coll_name)
+            self._collections[coll_name] = coll
+        return coll
+
+    @property
+    def last_index_token(self):
+        """The index file of the last complete step (smdebug's token: that step's file of the
+        last worker by name), or None before any step is complete."""
+        step = self.last_complete_step
+        workers = sorted(self.workers())
+        if step < 0 or not workers:
+            return None
+        return os.path.join(self.path, "index", format(step // 1000, "09"),
+                            f"{step:012d}_{workers[-1]}.json")
 
     # Profiler metrics (system/ and framework/ of the trial folder).
 

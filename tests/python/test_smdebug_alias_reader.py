@@ -145,3 +145,29 @@ def test_path_rules_match_smdebug():
         assert IndexFileLocationUtils.get_step_from_idx_filename(key) == step
         assert IndexFileLocationUtils.get_prefix_from_index_file(key) == \
             SmIndex.get_prefix_from_index_file(key)
+
+
+def test_trial_collections_persist_and_last_index_token(tmp_path):
+    path = str(tmp_path / "t")
+    for step, worker in ((0, "worker_0"), (0, "worker_1"), (1, "worker_0"), (1, "worker_1"),
+                         (2, "worker_0")):
+        with FileWriter(trial_dir=path, step=step, worker=worker) as fw:
+            for name in ("foo_0", "foo_1", "boo_0"):
+                fw.write_tensor(tdata=np.ones(2, dtype=np.float32), tname=name)
+    cm = CollectionManager()
+    cm.add("default")
+    cm.set_num_workers(2)
+    for worker in ("worker_0", "worker_1"):
+        cm.export(path, f"{worker}_collections.json")
+    trial = trainscope.create_trial(path, timeout=10)
+    # smdebug's pattern: change the trial's collection, then query by it.
+    trial.collection("test").include("foo")
+    trial.collection("test").add_tensor_name("boo_0")
+    assert trial.tensor_names(collection="test") == ["boo_0", "foo_0", "foo_1"]
+    assert trial.collection("test") is trial.collections()["test"]
+    # The last complete step is 1 (worker_1 has not written 2); smdebug's token names the
+    # index file of that step of the last worker.
+    assert trial.last_complete_step == 1
+    assert trial.last_index_token == os.path.join(path, "index", "000000000",
+                                                  "000000000001_worker_1.json")
+    assert os.path.exists(trial.last_index_token)

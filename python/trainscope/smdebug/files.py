@@ -146,3 +146,14 @@ class FileWriter:
                 "Writer hasn't been initialized yet. It will be initialized when the first "
                 "tensor or summary is written.")
         return self.event_file_path
+
+
+class FileReader:
+    """smdebug's reader of one event file, by name only: trainscope reads events through its
+    trials (create_trial), so FileReader(path) raises SMDebugNotImplementedError saying so.
+    Importing it works, so code that imports it and does not use it runs."""
+
+    def __init__(self, fname, wtype="tfevent"):
+        raise SMDebugNotImplementedError(
+            f"FileReader({fname!r}): reading a single event file is not supported; open the "
+            "trial folder with create_trial(path) and read tensor values from it")

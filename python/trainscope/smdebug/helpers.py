@@ -27,6 +27,7 @@ __all__ = [
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",
     "make_numpy_array", "merge_two_dicts", "remove_file_if_exists", "split",
     "is_framework_version_supported", "SagemakerSimulator", "ScriptSimulator",
+    "check_dir_exists",
 ]
 
 
@@ -116,6 +117,13 @@ def make_numpy_array(x):
     if isinstance(x, dict):
         return np.array(x)
     raise SMDebugTypeError(f"_make_numpy_array only accepts array-like values, not {type(x)}")
+
+
+def check_dir_exists(path):
+    """True if `path` holds a finished trial (its end marker exists), else False."""
+    if str(path).startswith("s3://"):
+        raise SMDebugNotImplementedError(f"{path}: s3:// trials are not supported yet")
+    return os.path.isfile(os.path.join(str(path), END_OF_JOB_FILENAME))
 
 
 def is_framework_version_supported(framework_type):

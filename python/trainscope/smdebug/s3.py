@@ -34,3 +34,11 @@ class DeleteRequest(_NoS3):
 
 class TSAccessS3(_NoS3):
     pass
+
+
+class S3Trial(_NoS3):
+    pass
+
+
+def delete_s3_prefixes(bucket, keys):
+    raise SMDebugNotImplementedError(f"delete_s3_prefixes: {_MESSAGE}")
