@@ -15,6 +15,18 @@ ALLOWED_NORMS = ["l1", "l2"]
 EXTRA_REDUCTIONS = ["nan_count", "inf_count", "zero_fraction"]
 
 
+def _as_list(name, value, example):
+    """`value` as a list, or SMDebugValueError naming the argument (a bare string would
+    otherwise become a list of its letters)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        shown = f"[{value!r}]" if isinstance(value, str) else example
+        raise SMDebugValueError(
+            f"ReductionConfig: {name}={value!r} is not a list: give a list, e.g. {name}={shown}")
+    return list(value)
+
+
 class ReductionConfig:
     def __init__(
         self,
@@ -25,10 +37,10 @@ class ReductionConfig:
         save_raw_tensor=False,
         save_shape=False,
     ):
-        self.reductions = list(reductions or [])
-        self.abs_reductions = list(abs_reductions or [])
-        self.norms = list(norms or [])
-        self.abs_norms = list(abs_norms or [])
+        self.reductions = _as_list("reductions", reductions, "['mean', 'max']")
+        self.abs_reductions = _as_list("abs_reductions", abs_reductions, "['max']")
+        self.norms = _as_list("norms", norms, "['l1', 'l2']")
+        self.abs_norms = _as_list("abs_norms", abs_norms, "['l1', 'l2']")
         self.save_raw_tensor = save_raw_tensor
         self.save_shape = save_shape
         self._check()

@@ -150,3 +150,15 @@ def test_json_syntax_errors_name_the_line_and_column(tmp_path):
     with pytest.raises(SMDebugValueError) as e:
         ts.Hook.create_from_json_file(str(cfg))
     assert f"{cfg}: not valid JSON at line 2, column 40" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"reductions": "mean"}, ["ReductionConfig: reductions='mean' is not a list", "['mean']"]),
+    ({"norms": 5}, ["ReductionConfig: norms=5 is not a list", "'l1', 'l2'"]),
+    ({"abs_reductions": ["max", "median"]}, ["abs_reductions", "'median'", "min, max"]),
+])
+def test_reduction_config_arguments_are_named_in_errors(kwargs, words):
+    with pytest.raises(SMDebugValueError) as e:
+        ts.ReductionConfig(**kwargs)
+    for w in words:
+        assert w in str(e.value), str(e.value)
