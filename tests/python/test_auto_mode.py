@@ -78,6 +78,67 @@ def test_python_m_auto_captures_an_unmodified_loop(tmp_path):
     assert abs(w1 - (w0 - 0.1 * g0)).max() < 1e-6
 
 
+def _hooked_plain_loop(tmp_path):
+    """plain_loop.py with the lines a user of the explicit hook writes."""
+    src = (PROGRAMS / "plain_loop.py").read_text()
+    edits = [
+        ("criterion = nn.CrossEntropyLoss()\n",
+         "criterion = nn.CrossEntropyLoss()\n"
+         "import trainscope.pytorch as ts\n"
+         "hook = ts.Hook.create_from_json_file()\n"
+         "hook.register_module(model)\n"
+         "hook.register_loss(criterion)\n"
+         "hook.set_mode(ts.modes.TRAIN)\n"),
+        ("        model.eval()\n", "        hook.set_mode(ts.modes.EVAL)\n        model.eval()\n"),
+        ("        model.train()\n", "        model.train()\n        hook.set_mode(ts.modes.TRAIN)\n"),
+    ]
+    for old, new in edits:
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    path = tmp_path / "plain_loop_hooked.py"
+    path.write_text(src)
+    return path
+
+
+def test_automatic_trial_equals_the_hooked_one(tmp_path):
+    """The same training with the explicit hook and without: same steps, modes, names, and
+    the same bits in every tensor, but for the first step's activations and losses (the
+    automatic mode finds the modules at the first optimizer step, after that forward pass)."""
+    import numpy as np
+
+    from trainscope import modes
+
+    runs = {}
+    for kind in ("auto", "hooked"):
+        d = tmp_path / kind
+        d.mkdir()
+        cfg, out = _config(d, collections=("weights", "biases", "gradients", "losses",
+                                           "relu_output"))
+        script = PROGRAMS / "plain_loop.py" if kind == "auto" else _hooked_plain_loop(d)
+        p = _auto([str(script), "--steps", "12"], _env(cfg))
+        assert p.returncode == 0, p.stderr
+        runs[kind] = _trial(out)
+    auto, hooked = runs["auto"], runs["hooked"]
+    for mode in (modes.TRAIN, modes.EVAL):
+        assert auto.steps(mode=mode) == hooked.steps(mode=mode), mode
+    assert auto.steps() == hooked.steps()
+    assert set(auto.tensor_names()) == set(hooked.tensor_names())
+    compared = 0
+    params = set()
+    for c in ("weights", "biases", "gradients"):
+        params |= set(hooked.tensor_names(collection=c))
+    for name in hooked.tensor_names():
+        a, h = auto.tensor(name), hooked.tensor(name)
+        steps = h.steps()
+        if name not in params:  # a forward pass's output: not seen at the first step
+            steps = steps[1:]
+        assert a.steps() == steps, name
+        for step in steps:
+            assert np.array_equal(a.value(step), h.value(step)), (name, step)
+            compared += 1
+    assert compared > 100
+
+
 def test_script_with_its_own_hook_is_left_alone(tmp_path):
     cfg, out = _config(tmp_path)
     script = tmp_path / "own_hook.py"
