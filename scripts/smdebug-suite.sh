@@ -15,7 +15,8 @@
 #
 # Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_NUMPY2_COMPAT (1, the default:
 # smdebug runs with the repository's numpy-2 patch of its writer; 0: as installed),
-# SMDEBUG_SUITE_TIMEOUT (seconds per file and
+# SMDEBUG_SUITE_SIDES (default "smdebug trainscope"; a side left out keeps the results of an
+# earlier run in the same SMDEBUG_SUITE_WORK), SMDEBUG_SUITE_TIMEOUT (seconds per file and
 # side, default 300), SMDEBUG_SUITE_WORK (scratch folder, default a new one under /tmp; the
 # junit XML and logs of every run stay there). Exit status 0 when the table was printed.
 set -euo pipefail
@@ -38,7 +39,9 @@ NUMPY2_LAUNCH='import sys; sys.path.insert(0, sys.argv.pop(1)); import smdebug_n
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(tests/pytorch tests/core tests/analysis)
 
-rm -rf "$WORK/tests" "$WORK/results"
+SIDES=${SMDEBUG_SUITE_SIDES:-smdebug trainscope}
+rm -rf "$WORK/tests"
+for side in $SIDES; do rm -rf "$WORK/results/$side"; done
 mkdir -p "$WORK/results/smdebug" "$WORK/results/trainscope"
 cp -r "$SRC/tests" "$WORK/tests"
 
@@ -77,8 +80,8 @@ run_side() {  # side file
 }
 
 for f in "${FILES[@]}"; do
-  [[ $HAVE_SMDEBUG == 1 ]] && run_side smdebug "$f"
-  run_side trainscope "$f"
+  [[ $HAVE_SMDEBUG == 1 && " $SIDES " == *" smdebug "* ]] && run_side smdebug "$f"
+  [[ " $SIDES " == *" trainscope "* ]] && run_side trainscope "$f"
 done
 
 "$PY" - "$WORK/results" "${FILES[@]}" <<'EOF'
