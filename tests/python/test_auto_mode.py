@@ -13,8 +13,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "training" / "auto_programs"
 
@@ -90,7 +88,8 @@ def _hooked_plain_loop(tmp_path):
          "hook.register_loss(criterion)\n"
          "hook.set_mode(ts.modes.TRAIN)\n"),
         ("        model.eval()\n", "        hook.set_mode(ts.modes.EVAL)\n        model.eval()\n"),
-        ("        model.train()\n", "        model.train()\n        hook.set_mode(ts.modes.TRAIN)\n"),
+        ("        model.train()\n",
+         "        model.train()\n        hook.set_mode(ts.modes.TRAIN)\n"),
     ]
     for old, new in edits:
         assert src.count(old) == 1, old

@@ -21,7 +21,8 @@ from profiler_util import trainscope_cli
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "training" / "auto_programs"
 CLI = trainscope_cli()
-pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+pytestmark = pytest.mark.skipif(CLI is None,
+                                reason="no trainscope command: build it or pip install .")
 
 TENSOR_RULES = ("ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
                 "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization")
@@ -114,7 +115,8 @@ def test_plain_loop(tmp_path):
 def test_planted_nan_is_caught(tmp_path):
     p, path = run_auto(tmp_path, python("plain_loop.py", "--steps", "40", "--lr", "1e38"))
     got = statuses(path)
-    assert got["ExplodingTensor"]["status"] == "IssuesFound", (got["ExplodingTensor"], p.stderr[-2000:])
+    assert got["ExplodingTensor"]["status"] == "IssuesFound", (got["ExplodingTensor"],
+                                                               p.stderr[-2000:])
 
 
 def test_gradient_accumulation(tmp_path):
