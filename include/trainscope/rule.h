@@ -128,13 +128,23 @@ struct CollectionRequest {
   int64_t end_step = -1;                   // exclusive; -1: no end
   std::vector<std::string> reductions;     // smdebug tokens, e.g. "abs_mean", "max"
   bool save_raw_tensor = true;             // false: only the reductions are needed
+  std::vector<int64_t> save_steps;         // mode steps saved besides the interval's (sorted)
 };
 
 // Merges the requests of several rules: one entry per collection name, with the union of the
-// regexes and reductions, the smallest interval, the widest step range, and raw tensors saved if
-// any rule needs them.
+// regexes and reductions, raw tensors saved if any rule needs them, and every step that any
+// request saves. The steps: the requests without an end give the interval (their smallest)
+// and the start (their earliest); a request with an end adds the steps of its range that this
+// interval misses as save_steps (PoorWeightInitialization's every step up to step 10 beside
+// every 10th step for the other rules: steps 0-9, then 10, 20, ...; not every step for the
+// whole run). Where that would list more than kMaxMergedSaveSteps steps, or no request is
+// unbounded, the merge falls back to the smallest interval over the widest range. Never
+// saves fewer steps than a request asked for.
+inline constexpr size_t kMaxMergedSaveSteps = 1000;
 std::vector<CollectionRequest> MergeCollectionRequests(
     const std::vector<CollectionRequest>& requests);
+// "every 10 steps", "every 10 steps, and steps 1-9", "every step from step 5 to step 99".
+std::string DescribeSaveSchedule(const CollectionRequest& request);
 // smdebug's hook-config "CollectionConfigurations" array (JSON text) for merged requests: every
 // value a string, lists comma-separated (so regexes must not contain commas).
 std::string CollectionRequestsToHookJson(const std::vector<CollectionRequest>& requests);

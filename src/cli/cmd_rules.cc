@@ -28,6 +28,10 @@ nlohmann::json InfoJson(const RuleInfo& info) {
     j["collections"].push_back({{"name", c.name},
                                 {"include_regex", c.include_regex},
                                 {"save_interval", c.save_interval},
+                                {"start_step", c.start_step},
+                                {"end_step", c.end_step < 0 ? nlohmann::json() : nlohmann::json(c.end_step)},
+                                {"save_steps", c.save_steps},
+                                {"schedule", DescribeSaveSchedule(c)},
                                 {"reductions", c.reductions},
                                 {"save_raw_tensor", c.save_raw_tensor}});
   }
@@ -72,8 +76,8 @@ int RunRules(const std::string& name, bool json) {
   if (!r["collections"].empty()) {
     std::cout << "\nSaved for it under `trainscope run`:\n";
     for (const auto& c : r["collections"]) {
-      std::cout << "  " << c["name"].get<std::string>() << " every "
-                << c["save_interval"].get<int64_t>() << " steps";
+      std::cout << "  " << c["name"].get<std::string>() << " "
+                << c["schedule"].get<std::string>();
       if (!c["include_regex"].empty()) std::cout << ", regex " << c["include_regex"].dump();
       if (!c["reductions"].empty()) std::cout << ", reductions " << c["reductions"].dump();
       std::cout << "\n";

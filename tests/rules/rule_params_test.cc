@@ -8,6 +8,7 @@
 #include "trainscope/rule.h"
 #include "trainscope/rule_params.h"
 #include "trainscope/rule_registry.h"
+#include "trainscope/save_config.h"
 
 namespace trainscope {
 namespace {
@@ -256,8 +257,11 @@ TEST(RuleCollections, MergeTakesTheUnion) {
   CollectionRequest c{"gradients", {}, 20, 0, -1, {}, true};
   auto m = MergeCollectionRequests({a, b, c});
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].save_interval, 5);
+  // Every 10th step (a; c's every 20th is among them) and b's step 5, which they miss: not
+  // every 5th step for the whole run.
+  EXPECT_EQ(m[0].save_interval, 10);
   EXPECT_EQ(m[0].end_step, -1);
+  EXPECT_EQ(m[0].save_steps, (std::vector<int64_t>{5}));
   EXPECT_TRUE(m[0].save_raw_tensor);
   EXPECT_EQ(m[0].reductions, (std::vector<std::string>{"abs_mean", "max"}));
   EXPECT_EQ(m[0].include_regex, (std::vector<std::string>{"^gradient/fc"}));
@@ -265,13 +269,63 @@ TEST(RuleCollections, MergeTakesTheUnion) {
   auto json = nlohmann::json::parse(CollectionRequestsToHookJson({a, b}));
   ASSERT_EQ(json.size(), 1u);
   EXPECT_EQ(json[0]["CollectionName"], "gradients");
-  EXPECT_EQ(json[0]["CollectionParameters"]["save_interval"], "5");
+  EXPECT_EQ(json[0]["CollectionParameters"]["save_interval"], "10");
+  EXPECT_EQ(json[0]["CollectionParameters"]["save_steps"], "5");
   EXPECT_FALSE(json[0]["CollectionParameters"].contains("end_step"));  // a has none
   auto only_b = nlohmann::json::parse(CollectionRequestsToHookJson({b}));
   EXPECT_EQ(only_b[0]["CollectionParameters"]["end_step"], "10");
   EXPECT_EQ(only_b[0]["CollectionParameters"]["include_regex"], "^gradient/fc");
   EXPECT_EQ(json[0]["CollectionParameters"]["reductions"], "abs_mean,max");
   EXPECT_EQ(json[0]["CollectionParameters"]["save_raw_tensor"], "false");
+}
+
+// The merged schedule saves exactly the union of the requests' steps (as the hook's
+// SaveConfigMode judges them) wherever that fits in save_steps, and a superset otherwise.
+TEST(RuleCollections, MergedScheduleIsTheUnionOfTheSteps) {
+  auto saves = [](const CollectionRequest& r, int64_t s) {
+    SaveConfigMode m;
+    m.save_interval = r.save_interval;
+    m.start_step = r.start_step;
+    if (r.end_step >= 0) m.end_step = r.end_step;
+    m.save_steps = r.save_steps;
+    return m.ShouldSave(s);
+  };
+  // PoorWeightInitialization (every step before step 10) beside the other default rules
+  // (every 10th step): steps 0-9, then every 10th; was every step of the whole run.
+  CollectionRequest every10{"gradients", {}, 10, 0, -1, {"abs_mean"}, false};
+  CollectionRequest first10{"gradients", {}, 1, 0, 10, {}, true};
+  CollectionRequest every25{"gradients", {}, 25, 0, -1, {}, false};
+  CollectionRequest late{"gradients", {}, 3, 100, 130, {}, false};
+  CollectionRequest huge{"gradients", {}, 1, 0, 1000000, {}, false};
+  const std::vector<std::vector<CollectionRequest>> cases = {
+      {every10, first10}, {first10, every10}, {every10, every25}, {every10, first10, late},
+      {first10, late}, {every10, huge}, {first10}};
+  for (const auto& c : cases) {
+    auto m = MergeCollectionRequests(c);
+    ASSERT_EQ(m.size(), 1u);
+    bool exact = true;
+    for (int64_t s = 0; s < 2000; ++s) {
+      bool wanted = false;
+      for (const auto& r : c) wanted = wanted || saves(r, s);
+      EXPECT_TRUE(!wanted || saves(m[0], s)) << "step " << s << " lost: " << DescribeSaveSchedule(m[0]);
+      exact = exact && wanted == saves(m[0], s);
+    }
+    if (&c == &cases[0] || &c == &cases[1] || &c == &cases[3]) {
+      EXPECT_TRUE(exact) << DescribeSaveSchedule(m[0]);
+    }
+  }
+  auto m = MergeCollectionRequests({every10, first10});
+  EXPECT_EQ(m[0].save_interval, 10);
+  EXPECT_EQ(m[0].save_steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_TRUE(m[0].save_raw_tensor);
+  EXPECT_EQ(DescribeSaveSchedule(m[0]), "every 10 steps, and steps 1-9");
+  // 10 and 25: every 5th step (their common divisor), not every 10th (which misses 25).
+  EXPECT_EQ(MergeCollectionRequests({every10, every25})[0].save_interval, 5);
+  // Past kMaxMergedSaveSteps listed steps: the smallest interval over the widest range.
+  auto wide = MergeCollectionRequests({every10, huge})[0];
+  EXPECT_EQ(wide.save_interval, 1);
+  EXPECT_EQ(wide.end_step, -1);
+  EXPECT_TRUE(wide.save_steps.empty());
 }
 
 TEST(RuleFindingJson, RoundTripsWithNonFiniteNumbers) {
