@@ -27,8 +27,7 @@ __all__ = [
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",
     "make_numpy_array", "merge_two_dicts", "remove_file_if_exists", "split",
     "is_framework_version_supported", "SagemakerSimulator", "ScriptSimulator",
-    "check_dir_exists",
-]
+]  # smdebug.core.utils' names; check_dir_exists and is_sagemaker_job live in other modules
 
 
 class FRAMEWORK(Enum):
@@ -117,6 +116,11 @@ def make_numpy_array(x):
     if isinstance(x, dict):
         return np.array(x)
     raise SMDebugTypeError(f"_make_numpy_array only accepts array-like values, not {type(x)}")
+
+
+def is_sagemaker_job():
+    """True inside a SageMaker training job (the platform sets TRAINING_JOB_NAME)."""
+    return "TRAINING_JOB_NAME" in os.environ
 
 
 def check_dir_exists(path):

@@ -1,0 +1,3 @@
+"""smdebug.core.sagemaker_utils."""
+
+from trainscope.smdebug.helpers import is_sagemaker_job  # noqa: F401
