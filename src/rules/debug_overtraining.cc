@@ -1,8 +1,10 @@
 // Overtraining (docs/rules/Overtraining.md): the training loss (mean over windows of 10 saved
 // steps) made no new best by more than delta (relative) for patience_train windows, or the
 // validation loss (mean per evaluation pass) none for patience_validation passes. A training
-// plateau is not reported while the latest evaluation pass of the same loss made a new best.
+// plateau is not reported while the latest evaluation pass of the same loss made a new best, nor
+// while another training loss series (a GAN's other loss) is not stalled too.
 #include <map>
+#include <set>
 
 #include "rules/loss_util.h"
 
@@ -50,6 +52,7 @@ class Overtraining : public BuiltinRule {
       }
     }
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    Verdict train_v;
     for (const auto& name : names) {
       TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), name, step));
       if (!value) continue;
@@ -60,8 +63,15 @@ class Overtraining : public BuiltinRule {
         ++s.val.count;
       } else {
         s.train.sum += *value;
-        if (++s.train.count == kTrainWindow) Observe(name, s, /*train=*/true, step, &v);
+        if (++s.train.count == kTrainWindow) Observe(name, s, /*train=*/true, step, &train_v);
       }
+    }
+    // Several training losses (a GAN's generator and discriminator, loss components): one that
+    // stops improving is normal there, so a training finding needs every series stalled.
+    std::set<std::string> stalled;
+    for (const auto& f : train_v.findings) stalled.insert(f.tensor);
+    if (series_.size() == 1 || stalled.size() == series_.size()) {
+      for (auto& f : train_v.findings) v.Add(std::move(f));
     }
     return v;
   }

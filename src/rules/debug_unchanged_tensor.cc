@@ -1,7 +1,9 @@
 // UnchangedTensor (docs/rules/UnchangedTensor.md): a tensor allclose to itself over its last
 // num_steps saved training steps (TRAIN or GLOBAL; the model does not change in EVAL/PREDICT);
-// exactly equal once it has been seen to change beyond the tolerances.
+// exactly equal once it has been seen to change beyond the tolerances. A frozen parameter (the
+// trial holds gradients, none for it: requires_grad is False) is skipped.
 #include <map>
+#include <set>
 
 #include "rules/builtin.h"
 
@@ -41,7 +43,24 @@ class UnchangedTensor : public BuiltinRule {
     const Mode mode = data().StepMode(step).first;
     if (mode == Mode::kEval || mode == Mode::kPredict) return v;
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    // Frozen parameters (requires_grad False: the trial holds gradients, none for them) are
+    // meant not to change.
+    auto grads = data().Select(gradients_, step);
+    if (grads.ok()) {
+      for (const auto& g : *grads) {
+        if (gradient_names_.size() < kMaxTensors) gradient_names_.insert(g);
+      }
+    }
+    std::set<std::string> params;
+    if (!gradient_names_.empty()) {
+      auto p = data().Select(params_, step);
+      if (p.ok()) params.insert(p->begin(), p->end());
+    }
     for (const auto& name : names) {
+      if (params.count(name) && !gradient_names_.count("gradient/" + name)) {
+        if (frozen_.size() < kMaxTensors) frozen_.insert(name);
+        continue;
+      }
       auto cur = data().Value(name, step);
       if (!cur.ok()) {
         if (IsNoData(cur.status())) continue;
@@ -98,6 +117,12 @@ class UnchangedTensor : public BuiltinRule {
     if (selection_.empty()) add("weights", {});
     for (const auto& c : selection_.collections) add(c, {});
     if (!selection_.regexes.empty()) add("unchanged_tensor", selection_.regexes);
+    // Which parameters get gradients at all (frozen ones do not): the names are enough.
+    CollectionRequest g;
+    g.name = "gradients";
+    g.reductions = {"abs_mean"};
+    g.save_raw_tensor = false;
+    out.push_back(std::move(g));
     return out;
   }
 
@@ -107,7 +132,18 @@ class UnchangedTensor : public BuiltinRule {
     return b;
   }
 
+  std::string StatusNote() const override {
+    if (frozen_.empty()) return {};
+    return std::to_string(frozen_.size()) +
+           " frozen parameter(s) skipped (the trial holds gradients, none for them): " +
+           *frozen_.begin() + (frozen_.size() > 1 ? ", ..." : "");
+  }
+
  private:
+  TensorSelection gradients_{{"gradients"}, {"^gradient/"}};
+  TensorSelection params_{{"weights", "biases"}, {}};
+  std::set<std::string> gradient_names_;  // gradients seen in the trial (bounded)
+  std::set<std::string> frozen_;          // parameters skipped as frozen
   struct Track {
     int64_t anchor_step;
     int64_t streak;
