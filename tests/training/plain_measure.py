@@ -55,6 +55,7 @@ class _Recorder:
             "relu": {},
             "saturated": {},
             "relu_input_var": {},
+            "active_share": {},
             "saved": {},
             "input": None,
         }
@@ -115,6 +116,9 @@ class _Recorder:
         import torch
 
         a = active
+        # The layer's share of active values at this step (ReLU: > 0; tanh/sigmoid: inside the
+        # linear range), whatever the split between units.
+        self.cur["active_share"][key] = float(a.double().mean())
         if a.dim() == 1:
             a = a.unsqueeze(0)
         if a.dim() == 2:

@@ -202,6 +202,87 @@ def check_healthy_reproducible_reruns(r, s):
     assert [st["losses"] for st in steps[:n]] == [st["losses"] for st in steps[n:]]
 
 
+# ---- the validation corpus of issue 19: healthy runs rules were not tuned on, and faults -------
+
+def _train_median(r, lo, hi):
+    tl = sorted(_train_losses(r)[lo:hi])
+    return tl[len(tl) // 2]
+
+
+def check_diverging_forgotten_zero_grad(r, s):
+    assert s["first_nonfinite_step"] is None  # divergence without NaN
+    tl = _train_losses(r)
+    assert s["train_loss_last"] > 10 * tl[0], (tl[0], s["train_loss_last"])
+
+
+def check_diverging_lstm_absurd_lr(r, s):
+    assert s["first_nonfinite_step"] is None
+    tl = _train_losses(r)
+    assert _train_median(r, 10, 60) > 20 * tl[0], (tl[0], _train_median(r, 10, 60))
+
+
+def check_dead_relu_lr_spike(r, s):
+    tl = _train_losses(r)
+    assert max(tl[:10]) > 3 * tl[0], tl[:10]
+    shares = [st["active_share"]["1#0"] for st in r["steps"][10:]]
+    assert max(shares) < 0.1, shares  # more than 90 % of the outputs zero at every step
+
+
+def check_saturated_tanh_large_init(r, s):
+    share = r["steps"][0]["active_share"]["1#0"]
+    assert share < 0.3, share  # more than 70 % of the tanh inputs beyond +-9.5
+    # ... while every unit is in its linear range for some samples (the per-unit test misses it)
+    assert s["saturated_inactive_max"]["1#0"] < 0.5, s["saturated_inactive_max"]
+
+
+def check_healthy_noisy_mlp_small_batches(r, s):
+    assert s["first_nonfinite_step"] is None
+    tl = _train_losses(r)
+    assert sum(tl[-50:]) / 50 < sum(tl[:10]) / 10 / 2.5
+    assert s["eval_passes"][-1]["accuracy"] >= 0.85, s["eval_passes"][-1]
+
+
+def check_healthy_converged_easy_task(r, s):
+    tl = _train_losses(r)
+    assert s["train_loss_last"] < 0.01 and s["train_loss_last"] < 0.01 * tl[0], s
+    assert _window_means(tl)[4] < 0.05 * tl[0]  # learned within 50 steps, then converged
+
+
+def check_healthy_resnet_batchnorm(r, s):
+    _healthy_classifier(r, s, 0.9, 0.5)
+    assert max(s["relu_inactive_max"].values()) < 0.2, s["relu_inactive_max"]
+
+
+def check_healthy_lstm_lm_clipping(r, s):
+    assert s["first_nonfinite_step"] is None
+    assert s["train_loss_first"] > 3.0 and s["train_loss_last"] < 2.0, s
+
+
+def check_healthy_gan_two_optimizers(r, s):
+    assert s["first_nonfinite_step"] is None
+    gen = r["steps"][-1]["saved"]["generated"]
+    mean = sum(gen) / len(gen)
+    std = (sum((g - mean) ** 2 for g in gen) / len(gen)) ** 0.5
+    assert abs(mean - 3.0) < 0.5 and 0.2 < std < 1.5, (mean, std)
+
+
+def check_healthy_frozen_backbone_finetune(r, s):
+    frozen = _params(s["update_ratio_max"], "Sequential_0.")
+    assert frozen and max(frozen.values()) == 0.0, frozen
+    assert min(_params(s["update_ratio_max"], "Sequential_1.").values()) > 1e-3
+    assert s["train_loss_last"] < s["train_loss_first"] / 2
+
+
+def check_healthy_cosine_schedule(r, s):
+    _healthy_classifier(r, s, 0.9, 0.5)
+
+
+def check_healthy_transformer_warmup(r, s):
+    assert s["first_nonfinite_step"] is None
+    assert s["train_loss_last"] < s["train_loss_first"] / 3
+    assert s["eval_passes"][-1]["accuracy"] >= 0.9, s["eval_passes"][-1]
+
+
 CHECKS = {name[len("check_"):] + ".py": fn for name, fn in globals().items()
           if name.startswith("check_")}
 

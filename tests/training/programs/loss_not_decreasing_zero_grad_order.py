@@ -10,9 +10,10 @@ Planted problem: the loss does not decrease. The loop is
 so every step applies a zero gradient: RMSprop leaves the weights where they are and the loss
 just fluctuates around its initial value (about ln 10 = 2.30) with the batches.
 
-Expected rule: LossNotDecreasing (defaults: num_steps=10, diff_percent=0.1: the mean loss of a
-window of 10 training steps is not 0.1 % lower than each of the 3 windows before it), by step 39
-at the latest (windows end at steps 9, 19, 29, 39; the first judgement is at step 39).
+Expected rule: LossNotDecreasing (defaults: windows of 10 steps; the loss never dropped 10 %
+below the median of its first window, not even within 2 standard errors of its batch noise, and
+shows no downward trend: not learning), by step 39 at the latest (windows end at steps 9, 19, 29,
+39; the first judgement is at step 39).
 
 Measured with plain PyTorch (tests/training/plain_measure.py, 80 steps): every update ratio
 ||w - w_prev|| / ||w_prev|| is 0; the mean loss of the windows of 10 steps is 2.321, 2.320,
