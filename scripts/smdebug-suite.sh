@@ -16,7 +16,7 @@
 # Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_NUMPY2_COMPAT (1, the default:
 # smdebug runs with the repository's numpy-2 patch of its writer; 0: as installed),
 # SMDEBUG_SUITE_SIDES (default "smdebug trainscope"; a side left out keeps the results of an
-# earlier run in the same SMDEBUG_SUITE_WORK), SMDEBUG_SUITE_TIMEOUT (seconds per file and
+# earlier run in the same SMDEBUG_SUITE_WORK; "none" only prints the table), SMDEBUG_SUITE_TIMEOUT (seconds per file and
 # side, default 300), SMDEBUG_SUITE_WORK (scratch folder, default a new one under /tmp; the
 # junit XML and logs of every run stay there). Exit status 0 when the table was printed.
 set -euo pipefail
@@ -99,7 +99,9 @@ def outcomes(side, file):
         return None
     out = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        name = f"{case.get('classname')}::{case.get('name')}"
+        # A file that fails to import is one case without a class: named after the file.
+        name = (f"{case.get('classname')}::{case.get('name')}" if case.get("classname")
+                else f"{file} (import)")
         kinds = {child.tag for child in case}
         out[name] = ("fail" if kinds & {"failure", "error"} else
                      "skip" if "skipped" in kinds else "pass")
@@ -132,6 +134,7 @@ for f in files:
                  else cell(sm), cell(ts)))
 
 w = max(len(r[0]) for r in rows)
+print("tests: test ids seen on either side (a file that fails to import counts as one)")
 print(f"{'file':<{w}}  {'tests':>5}  {'smdebug':<18}  trainscope")
 for f, n, a, b in rows:
     print(f"{f:<{w}}  {n:>5}  {a:<18}  {b}")
