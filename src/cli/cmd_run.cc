@@ -195,7 +195,10 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
                                    const std::string& user_file, bool quiet = false) {
   nlohmann::json j;
   j["LocalPath"] = out;
-  j["HookParameters"] = {{"save_interval", std::to_string(save_interval > 0 ? save_interval : 500)}};
+  // Every rank of a distributed training writes its own worker (smdebug's default, "one",
+  // keeps rank 0's only; a --hook-config may ask for it).
+  j["HookParameters"] = {{"save_interval", std::to_string(save_interval > 0 ? save_interval : 500)},
+                         {"include_workers", "all"}};
   auto merged = MergeCollectionRequests(collections);
   bool has_losses = false;
   for (const auto& c : merged) has_losses |= c.name == "losses";
@@ -821,13 +824,16 @@ int RunRun(RunOptions o) {
   } else {
     code = RulesExitCode(statuses);
   }
+  const auto incomplete = IncompleteMarkers(o.out);
+  code = WithIncomplete(code, !incomplete.empty());
   nlohmann::json summary{{"trial", o.out},
                          {"command", o.command},
                          {"training_exit_code", training_code},
                          {"seconds", elapsed},
                          {"exit_code", code},
                          {"rules", StatusesJson(statuses)},
-                         {"stop_request", stop ? *stop : nlohmann::json(nullptr)}};
+                         {"stop_request", stop ? *stop : nlohmann::json(nullptr)},
+                         {"incomplete", IncompleteJson(incomplete)}};
   const auto last_saved = LastSavedStep(o.out);
   summary["last_saved_step"] =
       last_saved ? nlohmann::json(last_saved->step) : nlohmann::json(nullptr);
@@ -867,6 +873,7 @@ int RunRun(RunOptions o) {
     if (!rec.empty()) std::cout << "  what to do: " << EscapeForTerminal(rec) << "\n";
   }
   if (stop) std::cout << "\n" << DescribeStop(*stop, o.out);
+  if (!incomplete.empty()) std::cout << "\n" << DescribeIncomplete(incomplete);
   std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out)
             << "   trainscope ls " << EscapeForTerminal(o.out) << "\n";
   return code;

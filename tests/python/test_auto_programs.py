@@ -179,12 +179,10 @@ def test_ddp_two_ranks_gloo(tmp_path):
     torchrun = pathlib.Path(sys.executable).with_name("torchrun")
     if not torchrun.exists():
         pytest.skip("no torchrun beside this Python")
-    # Every rank writes (smdebug's default, include_workers "one", keeps rank 0's only).
-    extra = tmp_path / "workers.json"
-    extra.write_text(json.dumps({"HookParameters": {"include_workers": "all"}}))
+    # Every rank writes: trainscope run asks for include_workers "all" (smdebug's default,
+    # "one", would keep rank 0's only).
     p, path = run_auto(tmp_path, [str(torchrun), "--standalone", "--nproc_per_node", "2",
-                                  str(PROGRAMS / "ddp_gloo.py"), "--steps", "30"],
-                       "--hook-config", str(extra))
+                                  str(PROGRAMS / "ddp_gloo.py"), "--steps", "30"])
     assert p.returncode == 0, p.stderr[-3000:]
     assert_rules_evaluated(p, path)
     t = trial_of(path)

@@ -353,6 +353,7 @@ def test_hook_config_overrides_what_the_rules_ask_for(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     written = json.loads((trial / ".trainscope" / "hook_config.json").read_text())
     assert written["HookParameters"]["save_interval"] == "6"
+    assert written["HookParameters"]["include_workers"] == "all"  # run's, not overridden
     colls = {c["CollectionName"]: c["CollectionParameters"] for c in written["CollectionConfigurations"]}
     assert colls["weights"] == {"save_interval": "3"}  # the user's entry
     assert colls["gradients"]["save_interval"] == "10"  # VanishingGradient's, kept
