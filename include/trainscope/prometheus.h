@@ -19,6 +19,7 @@
 // and cost a map lookup. Render takes the same mutex.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -59,10 +60,20 @@ class PrometheusExporter {
   std::string Render() const;
 
   // --- HTTP ---
-  // Serves GET /metrics (and "/" with a pointer to it) on host:port from a background thread.
-  // port 0 picks a free port. Returns the port. IOError naming host:port when it cannot bind.
-  // REQUIRES: not serving.
+  // How the endpoint treats its clients. One thread polls every connection, so an idle, slow or
+  // half-closed client never delays another; each answer closes its connection.
+  struct ServeLimits {
+    // Connections open at once; one more is answered 503 and closed.
+    int max_connections = 64;
+    // A client has this long from connecting to send its request's whole header, and again from
+    // then to take the answer; then it is dropped.
+    std::chrono::milliseconds request_timeout{5000};
+  };
+  // Serves GET /metrics (and "/" with a pointer to it; HEAD too) on host:port from a background
+  // thread. port 0 picks a free port. Returns the port. IOError naming host:port when it cannot
+  // bind. REQUIRES: not serving.
   Result<int> Serve(const std::string& host = "127.0.0.1", int port = 0);
+  Result<int> Serve(const std::string& host, int port, const ServeLimits& limits);
   // Stops serving; idempotent.
   void StopServing();
   // The port being served, or 0.
