@@ -36,7 +36,8 @@ install(EXPORT trainscopeTargets NAMESPACE trainscope::
   DESTINATION ${TRAINSCOPE_INSTALL_CMAKEDIR} COMPONENT trainscope_dev)
 
 # The package's modules, for trainscopeConfig.cmake's umbrella target.
-list(TRANSFORM _ts_install_modules PREPEND "trainscope::" OUTPUT_VARIABLE TRAINSCOPE_EXPORTED_TARGETS)
+list(TRANSFORM _ts_install_modules PREPEND "trainscope::"
+  OUTPUT_VARIABLE TRAINSCOPE_EXPORTED_TARGETS)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/trainscopeConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/trainscopeConfig.cmake
   INSTALL_DESTINATION ${TRAINSCOPE_INSTALL_CMAKEDIR})
@@ -63,6 +64,7 @@ else()
   set(TRAINSCOPE_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
 set(TRAINSCOPE_PC_LIBS "${_ts_pc_libs}")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/trainscope.pc.in ${PROJECT_BINARY_DIR}/trainscope.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/trainscope.pc.in ${PROJECT_BINARY_DIR}/trainscope.pc
+  @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/trainscope.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT trainscope_dev)
