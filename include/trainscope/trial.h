@@ -100,6 +100,29 @@ struct CollectionInfo {
   bool save_histogram = true;
 };
 
+// One worker's incomplete marker, <trial>/incomplete_<worker>.json (docs/formats/trial.md,
+// "Incomplete marker"): that worker lost steps. `readable` is false when the file is empty (the
+// disk had no room for its content) or its content cannot be read (`problem` says why); the
+// marker still means the worker lost steps, and the counts are then -1.
+struct IncompleteMarker {
+  std::string worker;  // from the file name
+  std::string path;    // the marker file
+  bool readable = false;
+  std::string problem;  // why the content is not readable; empty when readable
+  bool final = false;   // written by close(): the counts are final
+  int64_t steps_written = -1;
+  int64_t steps_failed = -1;
+  int64_t steps_dropped = -1;
+  int64_t first_lost_step = -1;  // -1: unknown
+  std::string first_error;       // the first I/O error (path and errno text); empty if none
+};
+
+// The incomplete markers of the trial folder `trial_dir`, sorted by worker; empty when no worker
+// lost steps. Each marker is read bounded (at most 64 KiB, regular files only: a symlink, FIFO
+// or device is refused without being opened for reading, and is reported as an unreadable
+// marker). Errors: IOError when the folder cannot be listed.
+Result<std::vector<IncompleteMarker>> ReadIncompleteMarkers(const std::string& trial_dir);
+
 class Trial {
  public:
   // Opens a trial. Unavailable if no collections file exists yet (the caller decides whether to
@@ -183,6 +206,11 @@ class Trial {
   // Saved shape, else the raw value's shape.
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step,
                                      Mode mode = Mode::kGlobal, const std::string& worker = "");
+
+  // The trial's incomplete markers (ReadIncompleteMarkers of path(), read afresh each call):
+  // non-empty when a worker lost steps (a full disk, an I/O error, steps dropped by the queue
+  // policy), so the trial is incomplete even where every saved step reads fine.
+  Result<std::vector<IncompleteMarker>> Incomplete() const;
 
   class Impl;
 

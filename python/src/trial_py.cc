@@ -134,6 +134,30 @@ Thread-safe.)doc")
             ThrowIfError(NoGil([&] { return s.t().WaitForChange(SecondsToMillis(timeout)); }));
           },
           py::arg("timeout"))
+      .def("incomplete",
+           [](PyTrial& s) {
+             auto markers = ValueOrThrow(NoGil([&] { return s.t().Incomplete(); }));
+             auto count = [](int64_t v) -> py::object {
+               return v >= 0 ? py::object(py::int_(v)) : py::object(py::none());
+             };
+             py::list out;
+             for (const IncompleteMarker& m : markers) {
+               py::dict d;
+               d["worker"] = m.worker;
+               d["path"] = m.path;
+               d["readable"] = m.readable;
+               d["problem"] = m.readable ? py::object(py::none()) : py::object(py::str(m.problem));
+               d["final"] = m.final;
+               d["steps_written"] = count(m.steps_written);
+               d["steps_failed"] = count(m.steps_failed);
+               d["steps_dropped"] = count(m.steps_dropped);
+               d["first_lost_step"] = count(m.first_lost_step);
+               d["first_error"] = m.first_error.empty() ? py::object(py::none())
+                                                        : py::object(py::str(m.first_error));
+               out.append(std::move(d));
+             }
+             return out;
+           })
       .def("workers", [](PyTrial& s) { return NoGil([&] { return s.t().workers(); }); })
       .def_property_readonly("num_workers", [](PyTrial& s) { return s.t().num_workers(); })
       .def("collections",

@@ -241,6 +241,17 @@ class Trial:
 
     has_training_ended = training_ended
 
+    def incomplete(self):
+        """The trial's incomplete markers (``<trial>/incomplete_<worker>.json``), read afresh:
+        one dict per worker that lost steps (a full disk, an I/O error, steps dropped by the queue
+        policy), sorted by worker; an empty list when nothing was lost. Keys: ``worker``,
+        ``path``, ``readable`` (False when the marker is empty, as on a disk with no room for its
+        content, or cannot be read; ``problem`` says why and the counts are None), ``final``
+        (written by ``close()``), ``steps_written``, ``steps_failed``, ``steps_dropped``,
+        ``first_lost_step`` and ``first_error`` (path and errno text, or None). Each marker is
+        read bounded (64 KiB, regular files only). See docs/formats/trial.md."""
+        return self._core.incomplete()
+
     # Tensors.
 
     def tensor(self, tname):

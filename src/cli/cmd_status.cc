@@ -1,5 +1,6 @@
 // `trainscope status DIR [--json]`: the rules' statuses of a running or finished trial.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -159,6 +160,68 @@ std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_di
   return out;
 }
 
+std::vector<IncompleteMarker> IncompleteMarkers(const std::string& trial_dir) {
+  auto markers = ReadIncompleteMarkers(trial_dir);
+  return markers.ok() ? std::move(*markers) : std::vector<IncompleteMarker>{};
+}
+
+nlohmann::json IncompleteJson(const std::vector<IncompleteMarker>& markers) {
+  if (markers.empty()) return nullptr;
+  auto count = [](int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  int64_t lost = 0;
+  nlohmann::json workers = nlohmann::json::array();
+  for (const IncompleteMarker& m : markers) {
+    if (m.steps_failed > 0) lost += m.steps_failed;
+    if (m.steps_dropped > 0) lost += m.steps_dropped;
+    workers.push_back({{"worker", m.worker},
+                       {"path", m.path},
+                       {"readable", m.readable},
+                       {"problem", m.readable ? nlohmann::json(nullptr) : nlohmann::json(m.problem)},
+                       {"final", m.final},
+                       {"steps_written", count(m.steps_written)},
+                       {"steps_failed", count(m.steps_failed)},
+                       {"steps_dropped", count(m.steps_dropped)},
+                       {"first_lost_step", count(m.first_lost_step)},
+                       {"first_error", m.first_error.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(m.first_error)}});
+  }
+  return {{"steps_lost", lost}, {"workers", std::move(workers)}};
+}
+
+std::string DescribeIncomplete(const std::vector<IncompleteMarker>& markers) {
+  if (markers.empty()) return "";
+  const size_t width = OutputWidth() > 12 ? OutputWidth() - 2 : 60;
+  std::string out;
+  for (const IncompleteMarker& m : markers) {
+    std::string head = "the trial is INCOMPLETE: worker " + m.worker;
+    std::string more;
+    if (m.readable) {
+      const int64_t lost = std::max<int64_t>(m.steps_failed, 0) +
+                           std::max<int64_t>(m.steps_dropped, 0);
+      head += " lost " + std::to_string(lost) + (lost == 1 ? " step" : " steps");
+      if (m.steps_written >= 0) {
+        head += " (" + std::to_string(m.steps_written) + " written, " +
+                std::to_string(std::max<int64_t>(m.steps_failed, 0)) + " failed, " +
+                std::to_string(std::max<int64_t>(m.steps_dropped, 0)) + " dropped" +
+                (m.final ? "" : "; counts so far, the training did not close the trial") + ")";
+      }
+      if (m.first_lost_step >= 0) head += ", from step " + std::to_string(m.first_lost_step);
+      if (!m.first_error.empty()) more = "first error: " + m.first_error;
+    } else {
+      head += " lost steps (its marker is " + m.problem + ")";
+    }
+    more += std::string(more.empty() ? "" : "; ") + "the rules judged the saved steps only; see " +
+            m.path;
+    for (const auto& line : WrapText(EscapeForTerminal(head), width + 2)) out += line + "\n";
+    for (const auto& line : WrapText(EscapeForTerminal(more), width)) out += "  " + line + "\n";
+  }
+  return out;
+}
+
+int WithIncomplete(int code, bool incomplete) {
+  return incomplete && (code == kExitOk || code == kExitRuleError) ? kExitIncomplete : code;
+}
+
 namespace {
 
 int RunStatus(const std::string& dir, bool json) {
@@ -176,8 +239,12 @@ int RunStatus(const std::string& dir, bool json) {
                    EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.error).c_str());
     }
   }
+  const auto incomplete = IncompleteMarkers(dir);
+  const int code = WithIncomplete(RulesExitCode(rules), !incomplete.empty());
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
+    j["incomplete"] = IncompleteJson(incomplete);
+    j["exit_code"] = code;
     j["stop_request"] = stop ? *stop : nlohmann::json(nullptr);
     auto last = LastSavedStep(dir);
     j["last_saved_step"] = last ? nlohmann::json(last->step) : nlohmann::json(nullptr);
@@ -191,8 +258,9 @@ int RunStatus(const std::string& dir, bool json) {
       std::cout << RenderStatusTable(rules);
     }
     if (stop) std::cout << "\n" << DescribeStop(*stop, dir);
+    if (!incomplete.empty()) std::cout << "\n" << DescribeIncomplete(incomplete);
   }
-  return RulesExitCode(rules);
+  return code;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "cli/rule_status.h"
 #include "trainscope/rule_params.h"
+#include "trainscope/trial.h"
 
 namespace CLI {
 class App;
@@ -28,6 +29,12 @@ inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command fa
 inline constexpr int kExitRuleError = 6;  // `run`: no issues found, but a rule ended in Error
 // `run`/`status`: a rule's status file is damaged (empty, not JSON, wrong types); stderr names it.
 inline constexpr int kExitUnreadable = 7;
+// `run`/`status`: no rule found issues, but the trial is incomplete: a worker lost steps (a full
+// disk, an I/O error, steps dropped by the queue policy; <trial>/incomplete_<worker>.json), so
+// the rules judged part of the training only. Takes the place of kExitOk and kExitRuleError;
+// kExitStopped, kExitTrainingFailed, kExitUnreadable and kExitIssuesFound stay (the summary
+// still says the trial is incomplete).
+inline constexpr int kExitIncomplete = 8;
 
 // Shared by `run` and `status`.
 // kExitUnreadable if a rule's status file is damaged, else kExitIssuesFound if a rule found
@@ -55,6 +62,19 @@ std::optional<LastStep> LastSavedStep(const std::string& trial_dir);
 // asked at which step and why, and at which step the training actually stopped (its last saved
 // step) with why the two differ.
 std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir);
+
+// The trial's incomplete markers (ReadIncompleteMarkers); empty when none or the folder cannot
+// be listed.
+std::vector<IncompleteMarker> IncompleteMarkers(const std::string& trial_dir);
+// The markers as the "incomplete" value of `run --json` and `status --json`: null when no worker
+// lost steps, else {"steps_lost": failed + dropped over the readable markers, "workers": [{
+// "worker", "path", "readable", "problem" (null when readable), "final", "steps_written",
+// "steps_failed", "steps_dropped", "first_lost_step", "first_error"}]} (unknown counts null).
+nlohmann::json IncompleteJson(const std::vector<IncompleteMarker>& markers);
+// The markers in words, escaped for a terminal, one paragraph per worker; empty when none.
+std::string DescribeIncomplete(const std::vector<IncompleteMarker>& markers);
+// kExitIncomplete in place of kExitOk or kExitRuleError when `incomplete`; else `code`.
+int WithIncomplete(int code, bool incomplete);
 
 void RegisterLs(CLI::App& app, int* exit_code);
 void RegisterStatus(CLI::App& app, int* exit_code);
