@@ -40,6 +40,9 @@ def prefix(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("prefix")
     run(["cmake", "--install", str(BUILD), "--prefix", str(prefix),
          "--component", "trainscope_dev"])
+    if not any(prefix.glob("**/trainscopeConfig.cmake")):
+        pytest.fail(f"{BUILD} was configured without the install rules (component trainscope_dev): "
+                    f"run cmake -S {REPO} -B {BUILD} again")
     return prefix
 
 
