@@ -1,24 +1,25 @@
-"""An MLP on the 8x8 digits that scikit-learn ships, captured by trainscope.
+"""An MLP on the 8x8 digits that scikit-learn ships: a plain PyTorch training with no trainscope
+in it, which the README's main job debugs without a line edited.
 
-    python examples/pytorch/digits_mlp.py --out /tmp/digits            # healthy: ~91% accuracy
-    python examples/pytorch/digits_mlp.py --out /tmp/digits --lr 1.0   # planted problem
+    python examples/pytorch/digits_mlp.py                # healthy: ~91% test accuracy
+    trainscope run --rules default --action stop -- python examples/pytorch/digits_mlp.py --lr 1.0
 
 With the default learning rate (0.05, SGD with momentum 0.9) it reaches about 91% test accuracy
-in 8 epochs. With --lr 1.0 the first updates overshoot and push most first-layer units below zero
-for every input: measured with plain PyTorch, 32% of them are dead after 10 steps, 91% after 40
-and 97% after 80, and the loss stays near ln(10) = 2.3 (chance). Under `trainscope run --rules
-default` VanishingGradient reports it (at step 19 the first layer's bias gradient is exactly 0:
-its units no longer pass any gradient), LossNotDecreasing as the loss rises, DeadRelu once most
-units are dead; the rules run in parallel, and with a stop action whichever reports first has
-trainscope stop the training at the next step boundary (exit code 4).
+in 8 epochs. With --lr 1.0 (the planted problem) the first updates overshoot and push most
+first-layer units below zero for every input: measured with plain PyTorch, 32% of them are dead
+after 10 steps, 91% after 40 and 97% after 80, and the loss stays near ln(10) = 2.3 (chance).
 
-Under `trainscope run` the hook comes from the configuration the supervisor wrote
-(TRAINSCOPE_CONFIG: the collections the chosen rules need); run alone, it saves weights,
-gradients and losses to --out.
+Under `trainscope run` the automatic mode finds the model (the module whose parameters the
+optimizer steps), its loss (the tensor backward() is called on, the CrossEntropyLoss's output)
+and its steps (each optimizer step; model.eval() and no_grad() mark evaluation), and captures
+what the chosen rules need. The default rules report the dead units (DeadRelu), the gradients
+that vanish behind them (VanishingGradient) and the loss that stops learning; the rules run in
+parallel, and with a stop action whichever reports first has trainscope stop the training at
+the next step boundary (exit code 4). `python -m trainscope.auto` runs it the same way without
+the supervisor.
 """
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -27,22 +28,9 @@ from sklearn.datasets import load_digits
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-import trainscope.pytorch as ts
-
-
-def make_hook(out_dir):
-    if os.environ.get("TRAINSCOPE_CONFIG"):
-        return ts.Hook.create_from_json_file()
-    return ts.Hook(
-        out_dir=out_dir,
-        save_config=ts.SaveConfig(save_interval=5),
-        include_collections=["weights", "gradients", "losses"],
-    )
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="runs/digits-mlp", help="trial folder (when run alone)")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
     parser.add_argument("--epochs", type=int, default=8)
     args = parser.parse_args()
@@ -61,19 +49,13 @@ def main():
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
-    hook = make_hook(args.out)
-    hook.register_module(model)
-    hook.register_loss(criterion)
-
     for epoch in range(args.epochs):
-        hook.set_mode(ts.modes.TRAIN)
         model.train()
         for xb, yb in train:
             optimizer.zero_grad()
             loss = criterion(model(xb), yb)
             loss.backward()
             optimizer.step()
-        hook.set_mode(ts.modes.EVAL)
         model.eval()
         with torch.no_grad():
             logits = model(test_x)
@@ -81,7 +63,6 @@ def main():
             accuracy = (logits.argmax(1) == test_y).float().mean().item()
         print(f"epoch {epoch}: train loss {loss.item():.4f}  test loss {test_loss:.4f}  "
               f"test accuracy {accuracy:.1%}", flush=True)
-    hook.close()
     return 0 if np.isfinite(test_loss) else 1
 
 

@@ -664,18 +664,37 @@ int RunRun(RunOptions o) {
       "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
       "TRAINSCOPE_PROFILER_CONFIG=" + profiler_config, "TRAINSCOPE_OUT_DIR=" + o.out,
       "TRAINSCOPE_RUN=1"};
-  // Automatic mode (python/trainscope/auto): the package's boot folder (trainscope/auto/boot,
-  // beside trainscope/bin/ that holds this executable; TRAINSCOPE_AUTO_BOOT overrides) goes
-  // first on PYTHONPATH, so each Python process of the training runs its sitecustomize, and
-  // TRAINSCOPE_AUTO=1 turns the mode on unless the caller set TRAINSCOPE_AUTO (0: off).
+  // Automatic mode (python/trainscope/auto): the package's boot folder goes first on
+  // PYTHONPATH, so each Python process of the training runs its sitecustomize, and
+  // TRAINSCOPE_AUTO=1 turns the mode on unless the caller set TRAINSCOPE_AUTO (0: off). The
+  // folder: TRAINSCOPE_AUTO_BOOT, else trainscope/auto/boot beside the installed package's
+  // trainscope/bin/ that holds this executable, else the source tree's python/trainscope/
+  // auto/boot from a build folder inside the checkout (build/bin/trainscope).
   {
     const char* boot_env = std::getenv("TRAINSCOPE_AUTO_BOOT");
-    std::string boot = boot_env != nullptr && *boot_env != '\0' ? boot_env : SelfExe();
-    if (boot_env == nullptr || *boot_env == '\0') {
-      boot.resize(boot.find_last_of('/') == std::string::npos ? 0 : boot.find_last_of('/'));
-      boot = JoinPath(boot, "../auto/boot");
+    std::vector<std::string> candidates;
+    if (boot_env != nullptr && *boot_env != '\0') {
+      candidates.push_back(boot_env);
+    } else {
+      std::string dir = SelfExe();
+      dir.resize(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+      candidates = {JoinPath(dir, "../auto/boot"), JoinPath(dir, "../../python/trainscope/auto/boot")};
     }
-    if (env->FileExists(JoinPath(boot, "sitecustomize.py"))) {
+    std::string boot;
+    for (const auto& c : candidates) {
+      if (env->FileExists(JoinPath(c, "sitecustomize.py"))) {
+        boot = c;
+        break;
+      }
+    }
+    if (boot.empty() && !o.json) {
+      std::fprintf(stderr,
+                   "trainscope: automatic mode off: no boot folder (sitecustomize.py) at %s; a "
+                   "script without a hook of its own is not captured (set TRAINSCOPE_AUTO_BOOT "
+                   "to trainscope/auto/boot of the installed package)\n",
+                   candidates.front().c_str());
+    }
+    if (!boot.empty()) {
       if (realpath(boot.c_str(), abs) != nullptr) boot = abs;
       const char* path = std::getenv("PYTHONPATH");
       env_add.push_back("PYTHONPATH=" + boot +
