@@ -8,6 +8,7 @@
 
 #include "capture/planner.h"
 #include "capture/workers.h"
+#include "core/terminal_escape.h"
 #include "trainscope/actions_format.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
@@ -326,8 +327,9 @@ bool Hook::Step() {
     d.stop_reason = ReadStopReason(d.env, d.stop_path);
     d.stop_requested = true;
     Close();
+    // The explanation comes from a rule's file: escaped, so it cannot drive the terminal.
     std::fprintf(stderr, "trainscope: training stopped on request of %s\n",
-                 d.stop_reason.ToString().c_str());
+                 EscapeForTerminal(d.stop_reason.ToString()).c_str());
     return false;
   }
   EndStep();

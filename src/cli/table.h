@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/terminal_escape.h"
+
 namespace trainscope::cli {
 
 // A table printed with aligned columns; numeric-looking cells are right-aligned.
@@ -26,11 +28,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// `text` safe to print on a terminal: control characters (C0, DEL, C1) and bytes that are not
-// UTF-8 are shown as escapes ("\x1b", "\n", "\u009b", "\xff") instead of being sent, so data
-// from a trial (tensor names, rule messages) cannot move the cursor, clear the screen or set the
-// window title. Printable UTF-8 passes unchanged.
-std::string EscapeForTerminal(std::string_view text);
+// EscapeForTerminal lives in core (core/terminal_escape.h), shared with the hook's messages.
+using ::trainscope::EscapeForTerminal;
 // `text` wrapped into lines of at most `width` display columns, breaking at spaces where it can
 // (the spaces at a break are dropped) and inside a word longer than `width`. Never empty.
 std::vector<std::string> WrapText(const std::string& text, size_t width);

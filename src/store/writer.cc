@@ -3,6 +3,8 @@
 // published in step order.
 #include "trainscope/writer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -19,6 +21,34 @@
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
+
+namespace {
+
+// IOError naming the first component of `path` below the trial folder `root` that is a symbolic
+// link: the writer never writes through one, since it may lead out of the trial (an `events`
+// link planted in the output folder). Components that do not exist yet (or that lstat cannot
+// see, as with an in-memory Env) pass: the writer creates them as real folders.
+Status CheckNoLinkBelow(const std::string& root, const std::string& path) {
+  if (path.size() <= root.size() || path.compare(0, root.size(), root) != 0) return Status::OK();
+  size_t pos = root.size();
+  while (pos < path.size()) {
+    size_t next = path.find('/', pos + 1);
+    if (next == std::string::npos) next = path.size();
+    const std::string prefix = path.substr(0, next);
+    struct stat st{};
+    if (::lstat(prefix.c_str(), &st) != 0) return Status::OK();
+    if (S_ISLNK(st.st_mode)) {
+      return Status::IOError(prefix +
+                             " is a symbolic link: trainscope does not write through links under "
+                             "the output folder (one may lead out of the trial); remove it, or "
+                             "choose another output folder");
+    }
+    pos = next;
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 class TrialWriter::Impl {
  public:
@@ -165,7 +195,8 @@ class TrialWriter::Impl {
   Status WriteCollections(std::string_view json) {
     const std::string rel = trial_format::CollectionsFilePath(options_.worker);
     const std::string path = JoinPath(dir_, rel);
-    Status s = env_->CreateDirs(std::string(Dirname(path)));
+    Status s = CheckNoLinkBelow(dir_, std::string(Dirname(path)));
+    if (s.ok()) s = env_->CreateDirs(std::string(Dirname(path)));
     if (s.ok()) s = env_->WriteFileAtomic(path, json, options_.sync);
     if (!s.ok()) RecordError(s.WithContext("writing collections file " + path));
     return s;
@@ -298,13 +329,15 @@ class TrialWriter::Impl {
     idle_cv_.notify_all();
   }
 
-  // Creates `dir` (and parents) unless this writer made it already.
+  // Creates `dir` (and parents) unless this writer made it already; refuses a symbolic link
+  // below the trial folder (CheckNoLinkBelow).
   Status EnsureDir(const std::string& dir, bool* created) {
     *created = false;
     {
       std::lock_guard<std::mutex> l(dirs_mu_);
       if (made_dirs_.count(dir)) return Status::OK();
     }
+    TS_RETURN_IF_ERROR(CheckNoLinkBelow(dir_, dir));
     TS_RETURN_IF_ERROR(env_->CreateDirs(dir));
     std::lock_guard<std::mutex> l(dirs_mu_);
     *created = made_dirs_.insert(dir).second;

@@ -175,3 +175,81 @@ def test_marker_read_is_bounded_and_refuses_special_files(tmp_path):
     w4 = got["worker_4"]
     assert w4["readable"] and w4["problem"] is None and w4["first_error"] is None
     assert (w4["steps_written"], w4["steps_failed"], w4["steps_dropped"]) == (3, 2, 1)
+
+
+# ---- the hook's stop message is escaped -------------------------------------------------------
+
+STOP = r'''
+import json, os, sys
+import torch, torch.nn as nn
+import trainscope.pytorch as ts
+
+out = sys.argv[1]
+model = nn.Linear(4, 2)
+crit = nn.MSELoss()
+hook = ts.Hook(out_dir=out, include_collections=["losses"], save_config=ts.SaveConfig(save_interval=1))
+hook.register_module(model)
+hook.register_loss(crit)
+for step in range(6):
+    if step == 3:  # a rule asks the training to stop, with an explanation that carries escapes
+        os.makedirs(os.path.join(out, "rule-output"), exist_ok=True)
+        with open(os.path.join(out, "rule-output", "stop_training.json"), "w") as f:
+            json.dump({"rule": "Evil\x1b]0;title\x07", "step": 2,
+                       "explanation": "bad\x1b[2J\x1b[31m red\nline"}, f)
+    crit(model(torch.randn(3, 4)), torch.randn(3, 2)).backward()
+hook.close()
+'''
+
+
+def test_the_hook_stop_message_is_escaped(tmp_path):
+    script = tmp_path / "stop.py"
+    script.write_text(STOP)
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "t")], capture_output=True,
+                       text=True, timeout=120, env=env())
+    assert p.returncode == 0, p.stderr[-2000:]
+    line = [x for x in p.stderr.splitlines() if "training stopped on request of" in x]
+    assert line, p.stderr
+    assert "\x1b" not in p.stderr and "\x07" not in p.stderr, repr(p.stderr)
+    assert "Evil\\x1b]0;title\\x07 at step 2: bad\\x1b[2J\\x1b[31m red\\nline" in line[0], line
+
+
+# ---- no write through a symlink planted in the output folder ----------------------------------
+
+PLANTED = r'''
+import sys
+import torch, torch.nn as nn
+import trainscope.pytorch as ts
+
+out = sys.argv[1]
+model = nn.Linear(4, 2)
+crit = nn.MSELoss()
+hook = ts.Hook(out_dir=out, include_collections=["weights", "losses"],
+               save_config=ts.SaveConfig(save_interval=1))
+hook.register_module(model)
+hook.register_loss(crit)
+for step in range(5):
+    crit(model(torch.randn(3, 4)), torch.randn(3, 2)).backward()
+hook.close()
+print("steps run", step + 1)
+'''
+
+
+@pytest.mark.parametrize("planted", ["events", "index", "collections"])
+def test_a_planted_symlink_is_not_followed_out_of_the_trial(tmp_path, planted):
+    out = tmp_path / "t"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, out / planted)
+    script = tmp_path / "planted.py"
+    script.write_text(PLANTED)
+    p = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True,
+                       timeout=120, env=env())
+    assert p.returncode == 0 and "steps run 5" in p.stdout, p.stderr[-2000:]  # training went on
+    assert list(os.walk(elsewhere)) == [(str(elsewhere), [], [])]  # nothing written there
+    link = os.path.join(str(out), planted)
+    assert f"{link} is a symbolic link" in p.stderr, p.stderr  # named ...
+    assert p.stderr.count("writing the trial") == 1, p.stderr  # ... once
+    assert os.path.islink(link)  # refused, not replaced
+    if planted != "collections":  # no step whole: the trial says it is incomplete
+        assert ts.create_trial(str(out)).incomplete()[0]["steps_failed"] == 5
