@@ -20,7 +20,8 @@ from hook_util import env
 from profiler_util import trainscope_cli
 
 CLI = trainscope_cli()
-needs_cli = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+needs_cli = pytest.mark.skipif(CLI is None,
+                               reason="no trainscope command: build it or pip install .")
 
 STEPS = 12
 EXIT_INCOMPLETE = 8
@@ -187,7 +188,8 @@ import trainscope.pytorch as ts
 out = sys.argv[1]
 model = nn.Linear(4, 2)
 crit = nn.MSELoss()
-hook = ts.Hook(out_dir=out, include_collections=["losses"], save_config=ts.SaveConfig(save_interval=1))
+hook = ts.Hook(out_dir=out, include_collections=["losses"],
+               save_config=ts.SaveConfig(save_interval=1))
 hook.register_module(model)
 hook.register_loss(crit)
 for step in range(6):
