@@ -143,6 +143,39 @@ class InotifyNotifier final : public ChangeNotifier {
   std::unordered_map<int, std::string> dirs_;
 };
 
+// Opens `path` for reading, refusing anything but a regular file (a symlink to one is
+// followed): opened O_NONBLOCK, so a FIFO is neither waited on (open would block until a writer
+// came) nor read for ever, and a device such as /dev/zero is not read without end. Readers of
+// trials, statuses and stop files all come through here. `size`, if given: the file's size.
+Result<int> OpenRegularForRead(const std::string& path, uint64_t* size = nullptr) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("no such file: " + path);
+    return Status::FromErrno("open", path, errno);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = Status::FromErrno("stat", path, errno);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISFIFO(st.st_mode)                          ? "a FIFO"
+                       : S_ISDIR(st.st_mode)                         ? "a folder"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)  ? "a device"
+                       : S_ISSOCK(st.st_mode)                        ? "a socket"
+                                                                     : "not a regular file";
+    return Status::IOError(path + " is " + what +
+                           ", not a regular file: trainscope reads only regular files (remove or "
+                           "replace it)");
+  }
+  // Regular files ignore O_NONBLOCK; cleared all the same so reads are plain blocking reads.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
@@ -160,18 +193,9 @@ class PosixEnv final : public Env {
   }
 
   Result<std::shared_ptr<const FileRegion>> MapFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
-      return Status::FromErrno("open", path, errno);
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      Status s = Status::FromErrno("stat", path, errno);
-      ::close(fd);
-      return s;
-    }
-    size_t size = static_cast<size_t>(st.st_size);
+    uint64_t file_size = 0;
+    TS_ASSIGN_OR_RETURN(int fd, OpenRegularForRead(path, &file_size));
+    size_t size = static_cast<size_t>(file_size);
     void* base = nullptr;
     if (size > 0) {
       base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -186,11 +210,7 @@ class PosixEnv final : public Env {
   }
 
   Result<std::string> ReadRange(const std::string& path, uint64_t offset, size_t n) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
-      return Status::FromErrno("open", path, errno);
-    }
+    TS_ASSIGN_OR_RETURN(int fd, OpenRegularForRead(path));
     std::string out(n, '\0');
     size_t got = 0;
     while (got < n) {
@@ -212,11 +232,7 @@ class PosixEnv final : public Env {
   // One open and reads to the end of that file, so a file replaced (renamed over) meanwhile is
   // read whole, old or new, never a mix.
   Result<std::string> ReadFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
-      return Status::FromErrno("open", path, errno);
-    }
+    TS_ASSIGN_OR_RETURN(int fd, OpenRegularForRead(path));
     std::string out;
     char buf[64 * 1024];
     for (;;) {

@@ -1,6 +1,7 @@
 #include "trainscope/env.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +154,39 @@ TEST(PosixEnvTest, NotifierSeesFilesRenamedIntoAWatchedFolder) {
   }
   EXPECT_TRUE(saw_file);
   EXPECT_TRUE(saw_dir);
+  fs::remove_all(root);
+}
+
+// A FIFO, a device or a folder where a file is expected is refused at once, naming the path:
+// open(2) on a FIFO would wait for a writer for ever, and /dev/zero would be read without end
+// (issue 17: an event file that is a FIFO hung value() and `trainscope ls`; a stop file that is
+// one would hang the training at its next step boundary).
+TEST(PosixEnvTest, ReadersRefuseWhatIsNotARegularFile) {
+  Env* env = Env::Default();
+  char tmpl[] = "/tmp/ts_special_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string fifo = JoinPath(root, "events.tfevents");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string zero = JoinPath(root, "index.json");
+  ASSERT_EQ(symlink("/dev/zero", zero.c_str()), 0);
+  const std::string real = JoinPath(root, "real.json");
+  ASSERT_TRUE(env->WriteFileAtomic(real, "{}", false).ok());
+  const std::string link = JoinPath(root, "link.json");
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  for (const std::string& p : {fifo, zero, root}) {
+    auto mapped = env->MapFile(p);
+    ASSERT_FALSE(mapped.ok()) << p;
+    EXPECT_NE(mapped.status().message().find(p + " is a"), std::string::npos)
+        << mapped.status().ToString();
+    EXPECT_FALSE(env->ReadFile(p).ok()) << p;
+    EXPECT_FALSE(env->ReadRange(p, 0, 16).ok()) << p;
+  }
+  EXPECT_NE(env->ReadFile(fifo).status().message().find("a FIFO"), std::string::npos);
+  EXPECT_NE(env->ReadFile(zero).status().message().find("a device"), std::string::npos);
+  // A symlink to a regular file is read as that file.
+  EXPECT_EQ(*env->ReadFile(link), "{}");
+  EXPECT_EQ((*env->MapFile(link))->size(), 2u);
   fs::remove_all(root);
 }
 
