@@ -166,7 +166,12 @@ def test_script_with_its_own_hook_is_left_alone(tmp_path):
     assert "gradient/Linear_weight" in t.tensor_names()
 
 
-def test_script_asking_for_the_hook_later_gets_the_automatic_one(tmp_path):
+def test_script_using_the_api_is_in_charge_even_when_its_hook_comes_late(tmp_path):
+    """A script that imports trainscope.pytorch uses the explicit API: the automatic mode stands
+    down at the first optimizer step, and the hook the script makes later (here from the
+    configuration, through get_hook) captures alone, smdebug's forward-based steps from its
+    registration on (it was a pre-training, then a hooked fine-tune, that got two hooks
+    writing the same steps)."""
     cfg, out = _config(tmp_path)
     script = tmp_path / "late_hook.py"
     script.write_text(
@@ -179,14 +184,17 @@ def test_script_asking_for_the_hook_later_gets_the_automatic_one(tmp_path):
         "    opt.zero_grad()\n"
         "    crit(model(torch.randn(8, 4)), torch.zeros(8, 2)).backward()\n"
         "    opt.step()\n"
-        "    hook = ts.get_hook(create_if_not_exists=True)\n"
-        "    hook.register_module(model)\n"
-        "    hook.register_loss(crit)\n"
+        "    if i == 0:\n"
+        "        hook = ts.get_hook(create_if_not_exists=True)\n"
+        "        hook.register_module(model)\n"
+        "        hook.register_loss(crit)\n"
         "    hook.save_scalar('i', i)\n")
     p = _auto([str(script)], _env(cfg))
     assert p.returncode == 0, p.stderr
+    assert "its own hook is in charge" in p.stderr, p.stderr
     t = _trial(out)
-    assert t.steps() == list(range(6))
+    # Registered after iteration 0's forward pass: iterations 1-5 are its steps 0-4.
+    assert t.steps() == list(range(5))
     assert {"Linear_weight", "gradient/Linear_weight", "MSELoss_output_0",
             "scalar/i"} <= set(t.tensor_names()), t.tensor_names()
     assert "MSELoss_output_1" not in t.tensor_names()

@@ -343,11 +343,21 @@ class AutoSession:
     def _setup(self, optimizer):
         """At the first optimizer step: the hook, the models, the first step. False if the
         session stood down."""
+        # Before this module imports it: the script imported trainscope.pytorch (or
+        # smdebug.pytorch through the alias) itself, so it uses the explicit API and its own hook
+        # is in charge, whenever it makes it. A script that trains a while before it makes its
+        # hook (a warm-up or a pre-training, then the hooked fine-tune) would otherwise get two
+        # hooks writing the same steps of one trial.
+        explicit = "trainscope.pytorch" in sys.modules
         from ..pytorch import singleton
 
         if singleton.get_hook() is not None:
             # the script made its own hook: it is in charge
             self.stand_down(in_optimizer_hook=True)
+            return False
+        if explicit:
+            self.stand_down("off: the script imports trainscope.pytorch (or smdebug.pytorch), "
+                            "so its own hook is in charge of capture", in_optimizer_hook=True)
             return False
         try:
             hook = _hook_class().create_from_json_file()
