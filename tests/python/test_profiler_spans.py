@@ -130,6 +130,13 @@ def test_get_profiler_data_matches_the_files(run, events):
     assert set(captured) <= set(from_files)
     assert len(from_files) - len(captured) == 1
     assert summary["base_dir"].endswith("trial")
+    # summary(): user spans under their own name ("loss"), the framework's under their phase
+    # (issue 14: they were summed under "UserSpan").
+    rows = summary["summary"]
+    assert "UserSpan" not in rows
+    assert rows["loss"]["count"] == sum(1 for p, n, *_ in spans if p == "UserSpan" and n == "loss")
+    assert rows["loss"]["count"] >= TRAIN_STEPS
+    assert rows["Forward"]["count"] == sum(1 for p, *_ in spans if p == "Forward")
 
 
 def test_trial_framework_metrics_by_time_and_step(run, events):

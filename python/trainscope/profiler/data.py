@@ -3,6 +3,8 @@
 import collections
 from typing import NamedTuple
 
+USER_PHASE = "UserSpan"  # recorder.USER: the phase of ``hook.profile(name)`` spans
+
 
 class Span(NamedTuple):
     """One recorded span: phase (row), name, start and duration in epoch microseconds, and the
@@ -45,10 +47,13 @@ class ProfilerData:
         return [s for s in self.spans if s.phase == phase]
 
     def summary(self):
-        """{phase: {"count", "total_us", "mean_us", "max_us"}} over the spans."""
+        """{row: {"count", "total_us", "mean_us", "max_us"}} over the spans. A row is the
+        span's phase ("Forward", "Optimizer", "Step:ModeKeys.TRAIN", ...), except that a user
+        span (``with hook.profile("loss"):``) has a row of its own name ("loss"), so that
+        several user spans are told apart."""
         acc = collections.defaultdict(list)
         for s in self.spans:
-            acc[s.phase].append(s.dur_us)
+            acc[s.name if s.phase == USER_PHASE else s.phase].append(s.dur_us)
         return {p: {"count": len(v), "total_us": sum(v), "mean_us": sum(v) / len(v),
                     "max_us": max(v)} for p, v in acc.items()}
 

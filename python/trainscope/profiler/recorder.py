@@ -40,6 +40,7 @@ import time
 import torch
 
 from .._native import load as _load_core
+from .data import USER_PHASE
 
 STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
                4: "Step:ModeKeys.GLOBAL"}
@@ -49,7 +50,7 @@ BACKWARD = "Backward(post-forward)"
 OPTIMIZER = "Optimizer"
 DATALOADER = "DataLoaderIter"
 DATALOADER_INIT = "DataLoaderIterInitialize"
-USER = "UserSpan"
+USER = USER_PHASE  # "UserSpan", defined with ProfilerData.summary(), which reads it
 DETAILED_DIR = os.path.join("framework", "pytorch", "detailed_profiling")
 MAX_KEPT_EVENTS = 200_000  # what get_profiler_data() can return (oldest dropped first)
 

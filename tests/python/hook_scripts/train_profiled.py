@@ -94,6 +94,7 @@ data_before_close = hook.get_profiler_data()
 hook.close()
 print(json.dumps({
     "spans": [list(s) for s in data_before_close.spans],
+    "summary": data_before_close.summary(),
     "detailed": hook._prof.detailed_traces,
     "python_stats": hook._prof.python_stats,
     "data_python_stats": data_before_close.python_stats,
