@@ -3,7 +3,7 @@
 beside the same training without trainscope, as a user measures it.
 
     python bench/run_cost.py [--models cnn,lstm,mlp] [--variants hook,auto] [--rounds 3]
-                             [--rules default] [--json] [--tmp DIR]
+                             [--rules default] [--run-args "..."] [--json] [--tmp DIR]
 
 Trains each model of bench/run_cost_train.py (a CNN, an LSTM language model, an MLP whose step
 is about a millisecond) plain and under `trainscope run --rules default`, in two variants:
@@ -22,6 +22,11 @@ of the supervisor; bytes the trial holds per step (tensors: events/ + index/; pr
 system/ + framework/); and the rules' latency: from the last step's index landing to each rule's
 final verdict (`status.json`, finished), median and worst over the rules.
 
+--run-args adds options to every `trainscope run`, e.g. `--hook-config
+bench/run_cost_every_step.json`: gradients saved every step, the schedule --rules default had
+before the rules' requests were merged as the union of their steps (a before/after on the
+same machine).
+
 Goal (the issue): the wall-time ratio <= 1.05 for each training.
 """
 
@@ -30,6 +35,7 @@ import glob
 import json
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -54,13 +60,16 @@ def trainscope_cmd():
     return exe
 
 
+RUN_ARGS = []  # --run-args, split
+
+
 def command(model, variant, out, rules, steps):
     train = [sys.executable, TRAIN, "--model", model] + (["--steps", str(steps)] if steps else [])
     if variant == "plain":
         return train
     if variant == "hook":
         train.append("--hook")
-    return [trainscope_cmd(), "run", "--out", out, "--rules", rules, "--"] + train
+    return [trainscope_cmd(), "run", "--out", out, "--rules", rules, *RUN_ARGS, "--"] + train
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +120,8 @@ class TreePoller:
             todo.extend(children.get(p, []))
         for pid in tree:
             if pid == self.root:
-                for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+                tasks = f"/proc/{pid}/task"
+                for tid in os.listdir(tasks) if os.path.isdir(tasks) else []:
                     st = _stat(f"/proc/{pid}/task/{tid}/stat")
                     if st:
                         comm = _read(f"/proc/{pid}/task/{tid}/comm").strip()
@@ -215,11 +225,14 @@ def main():
     ap.add_argument("--variants", default="hook,auto")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rules", default="default")
-    ap.add_argument("--steps", type=int, default=None, help="steps per training (default: per model)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="steps per training (default: per model)")
     ap.add_argument("--tmp", default=None, help="folder for the trials (default: a temporary one)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the /proc breakdown runs")
+    ap.add_argument("--run-args", default="", help="more options for trainscope run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    RUN_ARGS.extend(shlex.split(args.run_args))
     models = [m for m in args.models.split(",") if m]
     variants = [v for v in args.variants.split(",") if v]
     tmp = args.tmp or tempfile.mkdtemp(prefix="run_cost-")
@@ -258,8 +271,8 @@ def main():
 
 
 def print_table(results, variants, args):
-    print(f"\ntrainscope run --rules {args.rules}, wall time beside the plain training "
-          f"(median of {args.rounds} interleaved rounds; goal <= {GOAL})\n")
+    print(f"\ntrainscope run --rules {args.rules} {args.run_args}, wall time beside the plain "
+          f"training (median of {args.rounds} interleaved rounds; goal <= {GOAL})\n")
     head = (f"{'training':8} {'variant':7} {'plain s':>8} {'run s':>7} {'ratio':>6} {'goal':>5} | "
             f"{'CPU ms/step: train':>18} {'rules':>6} {'sampler':>7} {'superv':>6} | "
             f"{'KB/step':>8} {'profile KB':>10} | {'lag med/max s':>13}")
@@ -279,7 +292,8 @@ def print_table(results, variants, args):
                         f"{c['sampler'] / n * 1e3:7.3f} {c['supervisor'] / n * 1e3:6.2f} | "
                         f"{b['tensor_bytes'] / n / 1024:8.1f} {b['profile_bytes'] / 1024:10.0f} | ")
                 lags = b["verdict_lag_s"]
-                row += (f"{statistics.median(lags):6.2f}/{max(lags):5.2f}" if lags else f"{'-':>13}")
+                row += (f"{statistics.median(lags):6.2f}/{max(lags):5.2f}" if lags
+                        else f"{'-':>13}")
             print(row)
         if pb:
             print(f"{model:8} {'plain':7} {'':8} {'':7} {'':6} {'':5} | "

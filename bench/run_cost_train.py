@@ -61,8 +61,8 @@ class WordLm(nn.Module):
 def batches(model, steps, gen):
     """(input, target) pairs: a few distinct batches cycled, so data making costs nothing."""
     if model == "cnn":
-        pool = [(torch.randn(64, 1, 28, 28, generator=gen), torch.randint(0, 10, (64,), generator=gen))
-                for _ in range(8)]
+        pool = [(torch.randn(64, 1, 28, 28, generator=gen),
+                 torch.randint(0, 10, (64,), generator=gen)) for _ in range(8)]
     elif model == "lstm":
         # a token stream with structure (each token mostly follows from the previous one)
         pool = []
