@@ -68,8 +68,8 @@ def batches(model, steps, gen):
         pool = []
         for _ in range(8):
             seq = torch.randint(0, 2000, (36, 20), generator=gen)
-            seq[1:] = (seq[:-1] * 7 + 3) % 2000 * (torch.rand(35, 20, generator=gen) < 0.7) + \
-                seq[1:] * (torch.rand(35, 20, generator=gen) >= 0.7)
+            follows = torch.rand(35, 20, generator=gen) < 0.7
+            seq[1:] = torch.where(follows, (seq[:-1] * 7 + 3) % 2000, seq[1:])
             pool.append((seq[:-1], seq[1:]))
     else:
         w = torch.randn(64, 10, generator=gen)
@@ -89,7 +89,7 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
-    steps = args.steps or {"cnn": 200, "lstm": 200, "mlp": 3000}[args.model]
+    steps = args.steps or {"cnn": 200, "lstm": 200, "mlp": 20000}[args.model]
     if args.model == "cnn":
         model = MnistNet()
         opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
