@@ -9,17 +9,7 @@ import torch.nn as nn
 import trainscope.pytorch as ts
 from trainscope import _core
 from trainscope.pytorch._device import DeviceStepBuffer, device_stats, needed_fields
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(4, 6)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(6, 2)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
+from tiny_net import Net
 
 
 def _data(n, seed=0):

@@ -13,17 +13,7 @@ import torch.nn as nn
 
 import trainscope.pytorch as ts
 from hook_util import env as _env
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(4, 6)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(6, 2)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
+from tiny_net import Net
 
 
 def _hook(tmp_path, **kw):

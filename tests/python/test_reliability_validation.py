@@ -11,17 +11,7 @@ import torch.nn as nn
 import trainscope.pytorch as ts
 from trainscope.exceptions import SMDebugValueError
 from hook_util import run_script
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(4, 6)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(6, 2)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
+from tiny_net import Net
 
 
 @pytest.mark.parametrize("kwargs, words", [
