@@ -241,6 +241,37 @@ def test_every_builtin_rule_is_exposed_with_smdebug_names():
         assert py_params == cpp_params, name
 
 
+def test_builtin_signatures_are_smdebugs_from_the_cpp_spec(tmp_path):
+    """The classes are built from the C++ ParamSpec: their defaults and parameter order are
+    smdebug's (pinned here from smdebug's rule signatures), positional arguments land on the
+    right parameter, and a default reaches the C++ rule as the string SageMaker would pass."""
+    import inspect
+
+    import trainscope
+    from trainscope.rules import (DeadRelu, LossNotDecreasing, SimilarAcrossRuns,
+                                  VanishingGradient, WeightUpdateRatio)
+
+    def defaults(cls):
+        return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+                if n not in ("self", "base_trial")}
+
+    assert defaults(VanishingGradient) == {"threshold": 1e-07, "action_str": ""}
+    assert list(defaults(LossNotDecreasing).items())[:6] == [
+        ("collection_names", None), ("tensor_regex", None), ("use_losses_collection", True),
+        ("num_steps", 10), ("diff_percent", 0.1), ("increase_threshold_percent", 5)]
+    assert defaults(WeightUpdateRatio)["small_threshold"] == 1e-08
+    assert defaults(DeadRelu)["tensor_regex"] == ".*relu\\w*_output|(^|\\.)act\\w*_output"
+    other = inspect.signature(SimilarAcrossRuns.__init__).parameters["other_trials"]
+    assert other.default is inspect.Parameter.empty
+
+    trial = trainscope.create_trial(_training(tmp_path / "t", n=3))
+    rule = VanishingGradient(trial, 0.5)
+    assert rule.parameters == {"threshold": "0.5"}
+    assert VanishingGradient(trial).parameters == {"threshold": "1e-07"}
+    with pytest.raises(TypeError, match="SimilarAcrossRuns.*other_trials"):
+        SimilarAcrossRuns(trial)
+
+
 def test_hook_collection_config_for_a_rule_set():
     import json
 

@@ -2,9 +2,11 @@
 
 Each class is a :class:`trainscope.rules.Rule`; its ``invoke_at_step`` runs the C++ rule of the
 same name (docs/rules/<Rule>.md) on the trial at ``base_trial.path``, through
-``trainscope._core.rules``. Parameters are passed to the C++ rule as strings, as SageMaker passes
-them, so the C++ rule validates them (unknown names are refused by Python's signature; bad values
-raise SMDebugValueError with the C++ message).
+``trainscope._core.rules``. The parameter names, their order and their defaults are the C++ rule's
+ParamSpec (src/rules/rule_params.cc, read through ``describe_rule``): the classes are built from
+it at import, so they cannot drift from the rule. Parameters are passed to the C++ rule as
+strings, as SageMaker passes them, so the C++ rule validates them (unknown names are refused by
+the signature with TypeError; bad values raise SMDebugValueError with the C++ message).
 
 Findings of the last call are in ``rule.last_findings`` (a list of dicts with the keys of
 docs/formats/rule_output.md), all findings so far in ``rule.findings`` (the last 1000).
@@ -112,165 +114,94 @@ class _BuiltinRule(Rule):
             raise
 
 
-class VanishingGradient(_BuiltinRule):
-    def __init__(self, base_trial, threshold=0.0000001, action_str=""):
-        super().__init__(base_trial, action_str, threshold=threshold)
+def _default_value(param):
+    """The Python default of a C++ ParamSpec (its text as the signature shows it): None for
+    "None"; a bool, an int or a float for those types (a float written as a whole number stays an
+    int, as smdebug's signatures have it); lists and strings keep their text, as SageMaker
+    passes them."""
+    text, kind = param["default"], param["type"]
+    if text == "None":
+        return None
+    if kind == "bool":
+        return text == "True"
+    if kind in ("int", "float"):
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return text
 
 
-class ExplodingTensor(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, only_nan=False,
-                 action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, only_nan=only_nan)
+def _builtin_rule(name, doc=None, required=(), prepare=None):
+    """The class of the C++ rule `name`: its __init__(base_trial, <parameters in the C++ order,
+    with the C++ defaults>, action_str="") is built from the rule's ParamSpec (one source of the
+    names and defaults). `required` parameters have no default. `prepare(base_trial, values)`
+    may rewrite the bound values and returns the other trial objects, for rules that read
+    several trials."""
+    from inspect import Parameter, Signature  # noqa: PLC0415
+
+    keyword = Parameter.POSITIONAL_OR_KEYWORD
+    params = [Parameter("self", keyword), Parameter("base_trial", keyword)]
+    for p in describe_rule(name)["params"]:
+        default = Parameter.empty if p["name"] in required else _default_value(p)
+        params.append(Parameter(p["name"], keyword, default=default))
+    params.append(Parameter("action_str", keyword, default=""))
+    signature = Signature(params)
+
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}(): {e}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        del values["self"]
+        base_trial = values.pop("base_trial")
+        action_str = values.pop("action_str")
+        others = prepare(base_trial, values) if prepare else None
+        _BuiltinRule.__init__(self, base_trial, action_str, others, **values)
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{name}.__init__"
+    cls = type(name, (_BuiltinRule,), {"__init__": __init__, "__module__": __name__,
+                                       "__doc__": doc or describe_rule(name)["summary"]})
+    return cls
 
 
-class LossNotDecreasing(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None,
-                 use_losses_collection=True, num_steps=10, diff_percent=0.1,
-                 increase_threshold_percent=5, mode=None, condition="trend",
-                 divergence_factor=10, action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, use_losses_collection=use_losses_collection,
-                         num_steps=num_steps, diff_percent=diff_percent,
-                         increase_threshold_percent=increase_threshold_percent, mode=mode,
-                         condition=condition, divergence_factor=divergence_factor)
+def _similar_across_runs_trials(base_trial, values):
+    """SimilarAcrossRuns compares with other_trials (trial objects or paths): the C++ rule gets
+    their paths, the Python rule keeps the objects."""
+    other_trials = values["other_trials"]
+    if other_trials is None:
+        raise SMDebugValueError("SimilarAcrossRuns: other_trials is required")
+    others = list(other_trials) if isinstance(other_trials, (list, tuple)) else [other_trials]
+    values["other_trials"] = [t if isinstance(t, str) else t.path for t in others]
+    return [t for t in others if not isinstance(t, str)]
 
 
-class Overfit(_BuiltinRule):
-    def __init__(self, base_trial, tensor_regex=None, start_step=0, patience=1,
-                 ratio_threshold=0.1, action_str=""):
-        super().__init__(base_trial, action_str, tensor_regex=tensor_regex, start_step=start_step,
-                         patience=patience, ratio_threshold=ratio_threshold)
-
-
-class Overtraining(_BuiltinRule):
-    def __init__(self, base_trial, patience_train=5, patience_validation=10, delta=0.01,
-                 action_str=""):
-        super().__init__(base_trial, action_str, patience_train=patience_train,
-                         patience_validation=patience_validation, delta=delta)
-
-
-class SimilarAcrossRuns(_BuiltinRule):
-    def __init__(self, base_trial, other_trials, collection_names=None, tensor_regex=None,
-                 rtol=1e-05, atol=1e-08, action_str=""):
-        if other_trials is None:
-            raise SMDebugValueError("SimilarAcrossRuns: other_trials is required")
-        others = list(other_trials) if isinstance(other_trials, (list, tuple)) else [other_trials]
-        paths = [t if isinstance(t, str) else t.path for t in others]
-        super().__init__(base_trial, action_str, [t for t in others if not isinstance(t, str)],
-                         other_trials=paths, collection_names=collection_names,
-                         tensor_regex=tensor_regex, rtol=rtol, atol=atol)
-
-
-class TensorVariance(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, max_threshold=None,
-                 min_threshold=None, action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, max_threshold=max_threshold,
-                         min_threshold=min_threshold)
-
-
-class UnchangedTensor(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, num_steps=3,
-                 rtol=1e-05, atol=1e-08, equal_nan=False, action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, num_steps=num_steps, rtol=rtol, atol=atol,
-                         equal_nan=equal_nan)
-
-
-class CheckInputImages(_BuiltinRule):
-    def __init__(self, base_trial, threshold_mean=0.2, threshold_samples=500,
-                 regex=".*hybridsequential0_input_0|^[A-Z][A-Za-z0-9]*_input_0$", channel=1,
-                 action_str=""):
-        super().__init__(base_trial, action_str, threshold_mean=threshold_mean,
-                         threshold_samples=threshold_samples, regex=regex, channel=channel)
-
-
-class NLPSequenceRatio(_BuiltinRule):
-    def __init__(self, base_trial, tensor_regex=".*embed[A-Za-z_]*[0-9]*_input_0",
-                 token_values="0", token_thresholds_percent="50", action_str=""):
-        super().__init__(base_trial, action_str, tensor_regex=tensor_regex,
-                         token_values=token_values,
-                         token_thresholds_percent=token_thresholds_percent)
-
-
-class PoorWeightInitialization(_BuiltinRule):
-    def __init__(self, base_trial, activation_inputs_regex=".*relu\\w*_input", threshold=10.0,
-                 distribution_range=0.001, patience=5, steps=10, action_str=""):
-        super().__init__(base_trial, action_str, activation_inputs_regex=activation_inputs_regex,
-                         threshold=threshold, distribution_range=distribution_range,
-                         patience=patience, steps=steps)
-
-
-class SaturatedActivation(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None,
-                 tensor_regex=".*tanh\\w*_input|.*sigmoid\\w*_input",
-                 threshold_tanh_min=-9.4999, threshold_tanh_max=9.4999,
-                 threshold_sigmoid_min=-23, threshold_sigmoid_max=16.99999,
-                 threshold_inactivity=1.0, threshold_layer=50.0, action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, threshold_tanh_min=threshold_tanh_min,
-                         threshold_tanh_max=threshold_tanh_max,
-                         threshold_sigmoid_min=threshold_sigmoid_min,
-                         threshold_sigmoid_max=threshold_sigmoid_max,
-                         threshold_inactivity=threshold_inactivity,
-                         threshold_layer=threshold_layer)
-
-
-class DeadRelu(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None,
-                 tensor_regex=".*relu\\w*_output|(^|\\.)act\\w*_output", threshold_inactivity=1.0,
-                 threshold_layer=50.0, threshold_layer_zeros=90.0, action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, threshold_inactivity=threshold_inactivity,
-                         threshold_layer=threshold_layer,
-                         threshold_layer_zeros=threshold_layer_zeros)
-
-
-class WeightUpdateRatio(_BuiltinRule):
-    def __init__(self, base_trial, num_steps=None, large_threshold=10.0,
-                 small_threshold=0.00000001, epsilon=0.000000001, action_str=""):
-        super().__init__(base_trial, action_str, num_steps=num_steps,
-                         large_threshold=large_threshold, small_threshold=small_threshold,
-                         epsilon=epsilon)
-
-
-class AllZero(_BuiltinRule):
-    def __init__(self, base_trial, collection_names=None, tensor_regex=None, threshold=100.0,
-                 action_str=""):
-        super().__init__(base_trial, action_str, collection_names=collection_names,
-                         tensor_regex=tensor_regex, threshold=threshold)
-
-
-class ClassImbalance(_BuiltinRule):
-    def __init__(self, base_trial, threshold_imbalance=10, threshold_misprediction=0.7,
-                 samples=500, argmax=False, labels_regex=".*labels",
-                 predictions_regex=".*predictions", action_str=""):
-        super().__init__(base_trial, action_str, threshold_imbalance=threshold_imbalance,
-                         threshold_misprediction=threshold_misprediction, samples=samples,
-                         argmax=argmax, labels_regex=labels_regex,
-                         predictions_regex=predictions_regex)
-
-
-class Confusion(_BuiltinRule):
-    def __init__(self, base_trial, category_no=None, labels="labels", predictions="predictions",
-                 labels_collection="labels", predictions_collection="predictions", min_diag=0.9,
-                 max_off_diag=0.1, window=1000, action_str=""):
-        super().__init__(base_trial, action_str, category_no=category_no, labels=labels,
-                         predictions=predictions, labels_collection=labels_collection,
-                         predictions_collection=predictions_collection, min_diag=min_diag,
-                         max_off_diag=max_off_diag, window=window)
-
-
-class StalledTrainingRule(_BuiltinRule):
-    """In a Python invoke_rule loop the rule is only asked when a step arrives; a training that
-    stalls forever is seen by ``trainscope run``'s runner, which ticks the rule on a clock."""
-
-    def __init__(self, base_trial, threshold=1800, stop_training_on_fire=False,
-                 training_job_name_prefix=None, action_str=""):
-        super().__init__(base_trial, action_str, threshold=threshold,
-                         stop_training_on_fire=stop_training_on_fire,
-                         training_job_name_prefix=training_job_name_prefix)
+VanishingGradient = _builtin_rule("VanishingGradient")
+ExplodingTensor = _builtin_rule("ExplodingTensor")
+LossNotDecreasing = _builtin_rule("LossNotDecreasing")
+Overfit = _builtin_rule("Overfit")
+Overtraining = _builtin_rule("Overtraining")
+SimilarAcrossRuns = _builtin_rule("SimilarAcrossRuns", required=("other_trials",),
+                                  prepare=_similar_across_runs_trials)
+TensorVariance = _builtin_rule("TensorVariance")
+UnchangedTensor = _builtin_rule("UnchangedTensor")
+CheckInputImages = _builtin_rule("CheckInputImages")
+NLPSequenceRatio = _builtin_rule("NLPSequenceRatio")
+PoorWeightInitialization = _builtin_rule("PoorWeightInitialization")
+SaturatedActivation = _builtin_rule("SaturatedActivation")
+DeadRelu = _builtin_rule("DeadRelu")
+WeightUpdateRatio = _builtin_rule("WeightUpdateRatio")
+AllZero = _builtin_rule("AllZero")
+ClassImbalance = _builtin_rule("ClassImbalance")
+Confusion = _builtin_rule("Confusion")
+StalledTrainingRule = _builtin_rule(
+    "StalledTrainingRule",
+    doc="In a Python invoke_rule loop the rule is only asked when a step arrives; a training "
+        "that stalls forever is seen by ``trainscope run``'s runner, which ticks the rule on a "
+        "clock.")
 
 
 BUILTIN_RULES = {
