@@ -21,7 +21,8 @@ raw configuration with the cost of copying the bytes it saves (memcpy of the par
 gradients, measured here) and with one write() of those bytes to a new file in --tmp (the
 kernel's copy into the page cache, which every saved byte pays on some core, whoever writes it).
 
-    python bench/overhead.py [--rounds 3] [--steps 30] [--warmup 5] [--json] [--only trainscope|auto]
+    python bench/overhead.py [--rounds 3] [--steps 30] [--warmup 5] [--json]
+        [--only trainscope|auto]
 
 Goals (the issue): default <= 1.01, reductions <= 1.03, raw <= 1.15 and its overhead within
 1.5x the copy cost. smdebug measured about 1.00, 1.12 and 1.40 on this model.
@@ -369,7 +370,8 @@ def main():
         for c in configs:
             ratio = med[(lib, c)] / base
             entry = {"median_ms": med[(lib, c)] * 1e3, "ratio": ratio,
-                     "cpu_ms": cpu[(lib, c)] * 1e3, "cpu_ratio": cpu[(lib, c)] / cpu[("none", "none")],
+                     "cpu_ms": cpu[(lib, c)] * 1e3,
+                     "cpu_ratio": cpu[(lib, c)] / cpu[("none", "none")],
                      "with_close_ms": total[(lib, c)] * 1e3,
                      "rounds_ms": [x["median_s"] * 1e3 for x in results[(lib, c)]]}
             overhead = med[(lib, c)] - base

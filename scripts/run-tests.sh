@@ -49,6 +49,9 @@ fuzz_replay() {  # builds the libFuzzer targets and replays each committed corpu
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
+# The house style (scripts/check-style.sh): ruff, clang-tidy's naming and bug checks over src/,
+# Clang's thread-safety analysis, clang-format on the C/C++ files changed against origin/main.
+suite "style: ruff (Python)" bash scripts/check-style.sh python
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then
   suite "fuzz corpus replay" fuzz_replay
 fi

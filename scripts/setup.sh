@@ -18,6 +18,7 @@ log() { printf '\n== setup: %s\n' "$*"; }
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang libclang-rt-14-dev llvm
+  clang-tidy clang-format  # scripts/check-style.sh (ruff comes from requirements.lock)
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev
   python3 python3-venv python3-dev

@@ -8,7 +8,8 @@ import sys
 # trainscope as installed (`pip install .`); when it is not installed, the source tree's python/
 # package, where a development build puts the extension.
 if importlib.util.find_spec("trainscope") is None:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "python"))
 
 import trainscope.pytorch as ts  # noqa: E402
 

@@ -16,8 +16,8 @@ def load():
         raise ImportError(
             f"trainscope's C++ extension trainscope._core could not be imported ({e}). "
             "Install the package with `pip install .` from the source tree, or for development "
-            "build it with `cmake -S . -B build -DTRAINSCOPE_BUILD_PYTHON=ON && cmake --build build "
-            "--target _core` and put python/ on PYTHONPATH."
+            "build it with `cmake -S . -B build -DTRAINSCOPE_BUILD_PYTHON=ON && "
+            "cmake --build build --target _core` and put python/ on PYTHONPATH."
         ) from e
     _core = core
     return core

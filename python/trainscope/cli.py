@@ -40,7 +40,8 @@ def _info(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="trainscope", description="Debug and profile training runs.")
+    parser = argparse.ArgumentParser(
+        prog="trainscope", description="Debug and profile training runs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = sub.add_parser("info", help="print the version and whether the C++ extension loads")
     info.add_argument("--json", action="store_true", help="print JSON")

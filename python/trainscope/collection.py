@@ -88,7 +88,8 @@ class Collection:
             "name": self.name,
             "include_regex": list(self.include_regex),
             "tensor_names": sorted(self._tensor_names),
-            "reduction_config": self.reduction_config.to_json_dict() if self.reduction_config else None,
+            "reduction_config": (
+                self.reduction_config.to_json_dict() if self.reduction_config else None),
             "save_config": self.save_config.to_json_dict() if self.save_config else None,
             "save_histogram": self.save_histogram,
         }

@@ -85,7 +85,8 @@ class StepUnavailable(TrainscopeError):
         self.mode = mode
 
     def __str__(self):
-        return f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was not saved"
+        return (f"Step {self.step} of mode {_mode_name(self.mode)} is not available as it was "
+                "not saved")
 
 
 class TensorUnavailableForStep(TrainscopeError):

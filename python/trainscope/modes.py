@@ -33,7 +33,8 @@ ALLOWED_MODE_NAMES = [m.name for m in ALLOWED_MODES]
 
 
 def to_mode(mode):
-    """Returns the ModeKeys for a ModeKeys, an smdebug ModeKeys, 1..4, or a name ('train', 'TRAIN')."""
+    """Returns the ModeKeys for a ModeKeys, an smdebug ModeKeys, 1..4, or a name ('train',
+    'TRAIN')."""
     if isinstance(mode, ModeKeys):
         return mode
     if isinstance(mode, Enum):  # smdebug's own ModeKeys, or another enum with the same values

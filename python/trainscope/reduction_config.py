@@ -55,7 +55,8 @@ class ReductionConfig:
         ):
             bad = [x for x in getattr(self, field) if x not in valid]
             if bad:
-                raise SMDebugValueError(f"{field} {bad} invalid: each must be one of {', '.join(valid)}")
+                raise SMDebugValueError(
+                    f"{field} {bad} invalid: each must be one of {', '.join(valid)}")
         for field in ("save_raw_tensor", "save_shape"):
             if not isinstance(getattr(self, field), bool):
                 raise SMDebugValueError(f"{field}={getattr(self, field)!r} must be a boolean")
@@ -120,7 +121,9 @@ class ReductionConfig:
 
     def __repr__(self):
         return (
-            f"<class ReductionConfig: reductions={self.reductions}, abs_reductions={self.abs_reductions}, "
-            f"norms={self.norms}, abs_norms={self.abs_norms}, save_raw_tensor={self.save_raw_tensor}, "
+            f"<class ReductionConfig: reductions={self.reductions}, "
+            f"abs_reductions={self.abs_reductions}, "
+            f"norms={self.norms}, abs_norms={self.abs_norms}, "
+            f"save_raw_tensor={self.save_raw_tensor}, "
             f"save_shape={self.save_shape}>"
         )

@@ -8,6 +8,7 @@ import json
 import numbers
 import re
 
+from ._native import load as _load_core
 from .exceptions import SMDebugTypeError, SMDebugValueError
 from .modes import ModeKeys, to_mode
 
@@ -64,10 +65,21 @@ class SaveConfigMode:
                                for i, s in enumerate(save_steps)]
 
     def should_save_step(self, step_num):
-        if step_num in self.save_steps:
-            return True
-        in_range = step_num >= self.start_step and (self.end_step is None or step_num < self.end_step)
-        return in_range and step_num % self.save_interval == 0
+        """True if step `step_num` of this mode is saved. The C++ core decides
+        (SaveConfigMode::ShouldSave, the hook's own schedule), compiled once per set of values."""
+        key = (self.save_interval, self.start_step, self.end_step, tuple(self.save_steps))
+        if self.__dict__.get("_schedule_key") != key:
+            try:
+                self._schedule = _load_core().SaveSchedule(self.to_json_dict())
+            except ValueError as e:
+                raise SMDebugValueError(getattr(e, "message", None) or str(e)) from None
+            self._schedule_key = key
+        return self._schedule(int(step_num))
+
+    def __getstate__(self):
+        """The values only (pickle, copy): the compiled schedule is rebuilt on first use."""
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_schedule", "_schedule_key")}
 
     def to_json_dict(self):
         return {
@@ -103,7 +115,8 @@ class SaveConfig:
     """Maps each ModeKeys to a SaveConfigMode (or None: the hook's default applies)."""
 
     def __init__(
-        self, mode_save_configs=None, save_interval=None, start_step=None, end_step=None, save_steps=None
+        self, mode_save_configs=None, save_interval=None, start_step=None, end_step=None,
+        save_steps=None
     ):
         if mode_save_configs is None:
             self.mode_save_configs = {
@@ -150,7 +163,8 @@ class SaveConfig:
         if any(k.split(".")[-1].upper() in ModeKeys.__members__ for k in params):
             return cls(
                 mode_save_configs={
-                    to_mode(k): SaveConfigMode.from_dict(v, default_values) for k, v in params.items()
+                    to_mode(k): SaveConfigMode.from_dict(v, default_values)
+                    for k, v in params.items()
                 }
             )
         mode_cfg = SaveConfigMode.from_dict(params, default_values)

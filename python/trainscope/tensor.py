@@ -67,7 +67,8 @@ class Tensor:
         """{step: value} for every complete step of `mode`."""
         return {s: self.value(s, mode=mode, worker=worker) for s in self.steps(mode=mode)}
 
-    def reduction_value(self, step_num, reduction_name, mode=ModeKeys.GLOBAL, worker=None, abs=False):
+    def reduction_value(self, step_num, reduction_name, mode=ModeKeys.GLOBAL, worker=None,
+                        abs=False):
         """A saved reduction if one was saved, else computed from the saved value (same
         definitions as the writer's: trainscope/reductions.h). Returns a numpy float64."""
         mode = to_mode(mode)
@@ -85,7 +86,8 @@ class Tensor:
         """{(reduction_name, abs): value} of the reductions saved at the step."""
         mode = to_mode(mode)
         saved = self._query(
-            lambda: self.trial._core.saved_reductions(self.name, step_num, mode.value, worker or ""),
+            lambda: self.trial._core.saved_reductions(
+                self.name, step_num, mode.value, worker or ""),
             step_num,
             mode,
             worker,
@@ -110,7 +112,8 @@ class Tensor:
             return list(self.trial._core.tensor_workers(self.name, step_num, mode.value))
         except core_mod.Error as e:
             # smdebug raises TensorUnavailableForStep here whatever the step's state.
-            raise _errors.generic(core_mod, e) or TensorUnavailableForStep(self.name, step_num, mode) from e
+            raise (_errors.generic(core_mod, e)
+                   or TensorUnavailableForStep(self.name, step_num, mode)) from e
 
     def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL):
         """The (last n) steps up to and including `step`."""
@@ -120,5 +123,6 @@ class Tensor:
 
     def step(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
         raise SMDebugNotImplementedError(
-            "step method has been removed. Please use tensor.value or tensor.reduction_value methods"
+            "step method has been removed. "
+            "Please use tensor.value or tensor.reduction_value methods"
         )

@@ -266,7 +266,8 @@ class Trial:
         return self._core.has_tensor(tname)
 
     def tensor_names(
-        self, show_prefixed_tensors=False, *, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None
+        self, show_prefixed_tensors=False, *, step=None, mode=ModeKeys.GLOBAL, regex=None,
+        collection=None
     ):
         """Sorted tensor names (saved reductions fold onto their tensor), optionally only those of
         `step` (a step of `mode`), matching `regex` (re.search; a str or list of str) or in
@@ -295,7 +296,8 @@ class Trial:
         return [self.tensor(n).value(step, mode=mode) for n in sorted(names, key=_natural_key)]
 
     def inputs(self, step, mode=ModeKeys.GLOBAL):
-        names = self.tensor_names(show_prefixed_tensors=True, step=step, mode=mode, collection="inputs")
+        names = self.tensor_names(show_prefixed_tensors=True, step=step, mode=mode,
+                                  collection="inputs")
         return [self.tensor(n).value(step, mode=mode) for n in sorted(names, key=_natural_key)]
 
     def labels(self, step, mode=ModeKeys.GLOBAL):
@@ -350,8 +352,8 @@ class Trial:
 
     def wait_for_steps(self, required_steps, mode=ModeKeys.GLOBAL, timeout=None):
         """Blocks until every step in required_steps is AVAILABLE. Raises StepUnavailable for a
-        skipped step, NoMoreData for a step past the end of training, and (our addition) TimeoutError
-        after `timeout` seconds."""
+        skipped step, NoMoreData for a step past the end of training, and (our addition)
+        TimeoutError after `timeout` seconds."""
         mode = to_mode(mode)
         deadline = None if timeout is None else time.monotonic() + timeout
         for step in required_steps:
@@ -371,8 +373,10 @@ class Trial:
                     all_steps = self.steps(mode=mode, show_incomplete_steps=True)
                     raise ex.NoMoreData(step, mode, all_steps[-1] if all_steps else -1)
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise TimeoutError(f"step {step} of mode {mode.name} not available after {timeout} s")
-                self._core.wait_for_change(0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic())))
+                    raise TimeoutError(
+                        f"step {step} of mode {mode.name} not available after {timeout} s")
+                wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+                self._core.wait_for_change(wait)
 
     # Workers and collections.
 

@@ -19,7 +19,8 @@ import pytest
 from profiler_util import trainscope_cli
 
 CLI = trainscope_cli()
-pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+pytestmark = pytest.mark.skipif(
+    CLI is None, reason="no trainscope command: build it or pip install .")
 
 
 def _run_argv(trial, *options, code):

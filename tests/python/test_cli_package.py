@@ -31,9 +31,11 @@ def test_info_subcommand(capsys):
 def test_module_entry_point():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)), env.get("PYTHONPATH")] if p
+        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)),
+                    env.get("PYTHONPATH")] if p
     )
-    out = subprocess.run([sys.executable, "-m", "trainscope", "info"], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-m", "trainscope", "info"], capture_output=True,
+                         text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"trainscope {trainscope.__version__}")
 

@@ -24,7 +24,8 @@ from profiler_util import trainscope_cli
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CLI = trainscope_cli()
-pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+pytestmark = pytest.mark.skipif(
+    CLI is None, reason="no trainscope command: build it or pip install .")
 
 
 def _env():
@@ -260,7 +261,8 @@ def _run_in_pty(argv, script):
     if ended[0] == 0:  # hung (a stopped training): its orphaned group then gets SIGHUP
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        raise AssertionError("trainscope run hung; the terminal showed:\n" + out.decode(errors="replace"))
+        raise AssertionError("trainscope run hung; the terminal showed:\n"
+                             + out.decode(errors="replace"))
     return out.decode(errors="replace"), os.waitstatus_to_exitcode(ended[1])
 
 
@@ -290,7 +292,8 @@ def test_ctrl_c_reaches_the_training_and_the_rules_still_finish(tmp_path):
                for line in out.splitlines()), out
     assert code == 5, out  # the training failed (its exit code 7)
     assert "exited with code 7" in out
-    status = json.loads((trial / "rule-output" / "MaxInitializationTime" / "status.json").read_text())
+    status_file = trial / "rule-output" / "MaxInitializationTime" / "status.json"
+    status = json.loads(status_file.read_text())
     assert status["status"] == "NoIssuesFound" and status["finished"], status
 
 
@@ -354,7 +357,8 @@ def test_hook_config_overrides_what_the_rules_ask_for(tmp_path):
     written = json.loads((trial / ".trainscope" / "hook_config.json").read_text())
     assert written["HookParameters"]["save_interval"] == "6"
     assert written["HookParameters"]["include_workers"] == "all"  # run's, not overridden
-    colls = {c["CollectionName"]: c["CollectionParameters"] for c in written["CollectionConfigurations"]}
+    colls = {c["CollectionName"]: c["CollectionParameters"]
+             for c in written["CollectionConfigurations"]}
     assert colls["weights"] == {"save_interval": "3"}  # the user's entry
     assert colls["gradients"]["save_interval"] == "10"  # VanishingGradient's, kept
 
@@ -369,7 +373,7 @@ def test_hook_config_overrides_what_the_rules_ask_for(tmp_path):
 @pytest.mark.parametrize("content,message", [
     ("{\"HookParameter\": {}}", 'unexpected key "HookParameter"'),
     ("[1, 2]", "not a JSON object"),
-    ("{\"CollectionConfigurations\": [{\"CollectionParameters\": {}}]}", 'needs a "CollectionName"'),
+    ('{"CollectionConfigurations": [{"CollectionParameters": {}}]}', 'needs a "CollectionName"'),
     ("{\"HookParameters\": {\"save_interval\": \"-2\"}}", "save_interval"),
 ])
 def test_a_bad_hook_config_stops_run_before_the_training(tmp_path, content, message):

@@ -12,7 +12,8 @@ from conftest import REPO
 import trainscope
 from trainscope import _core, modes
 from trainscope.collection import Collection, collections_file_json
-from trainscope.exceptions import MissingCollectionFiles, NoMoreData, StepNotYetAvailable, TrialNotReady
+from trainscope.exceptions import (MissingCollectionFiles, NoMoreData, StepNotYetAvailable,
+                                   TrialNotReady)
 from trainscope.modes import StepState
 
 WRITER = textwrap.dedent(
@@ -47,7 +48,8 @@ WRITER = textwrap.dedent(
 def spawn_writer(path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)), env.get("PYTHONPATH")] if p
+        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)),
+                    env.get("PYTHONPATH")] if p
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), "3"],
@@ -76,7 +78,8 @@ def test_reader_follows_a_writer_in_another_process(trial_dir):
             assert send(proc, step) == f"wrote {step}"
             assert step in trial.steps()  # seen without reopening
             assert float(trial.tensor("x").value(step)) == step
-        assert trial.has_passed_step(3) == StepState.UNAVAILABLE  # skipped: a later step is complete
+        # skipped: a later step is complete
+        assert trial.has_passed_step(3) == StepState.UNAVAILABLE
         assert send(proc, -1) == "closed"
         proc.wait(timeout=30)
         trial.wait_for_steps([5])
@@ -139,7 +142,8 @@ EXIT_WITHOUT_CLOSE = textwrap.dedent(
 def test_interpreter_exit_closes_open_writers(trial_dir):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)), env.get("PYTHONPATH")] if p
+        p for p in [os.path.dirname(os.path.dirname(trainscope.__file__)),
+                    env.get("PYTHONPATH")] if p
     )
     proc = subprocess.run(
         [sys.executable, "-c", EXIT_WITHOUT_CLOSE, str(trial_dir)],

@@ -84,7 +84,8 @@ def test_saved_reductions_equal_the_readers_on_the_fly_reductions(tmp_path):
         torch.manual_seed(0)
         model, crit = Net(), nn.CrossEntropyLoss()
         hook = ts.Hook(out_dir=str(tmp_path / name), save_config=ts.SaveConfig(save_interval=1),
-                       include_collections=["weights", "gradients"], reduction_config=rc, quiet=True)
+                       include_collections=["weights", "gradients"], reduction_config=rc,
+                       quiet=True)
         hook.register_module(model)
         _train(hook, model, crit, _data(2))
         hook.close()

@@ -140,7 +140,8 @@ def test_collection_objects_and_smdebug_style_mode_dicts(tmp_path):
     hook = ts.Hook(out_dir=str(tmp_path / "t"), include_collections=["mine"],
                    save_config={ts.modes.TRAIN: ts.SaveConfigMode(save_interval=2)}, quiet=True)
     c = ts.Collection("mine", include_regex=["^Net_fc.weight"],
-                      reduction_config=ts.ReductionConfig(reductions=["mean"], save_raw_tensor=True))
+                      reduction_config=ts.ReductionConfig(reductions=["mean"],
+                                                          save_raw_tensor=True))
     hook.add_collection(c)
     assert hook.get_collection("mine") is c
     assert hook.get_collection("weights") is hook.get_collection("weights")

@@ -6,8 +6,6 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
 import trainscope.pytorch as ts
 from hook_util import SCRIPTS, env
 

@@ -211,7 +211,8 @@ def test_install_is_idempotent_uninstall_restores(tmp_path):
         a.uninstall()
         out["after"] = a.installed()
         out["left"] = sorted(n for n in sys.modules if n.startswith("smdebug") and
-                             getattr(sys.modules[n], "__file__", "").startswith(a._finder.ALIAS_DIR))
+                             getattr(sys.modules[n], "__file__", "").startswith(
+                                 a._finder.ALIAS_DIR))
         print(json.dumps(out))
     """, tmp_path)
     out = last_json(p)

@@ -13,7 +13,8 @@ smdebug_trials = pytest.importorskip("smdebug.trials")
 from smdebug.core.modes import ModeKeys as SmdModes  # noqa: E402
 
 # dtypes smdebug's reader decodes correctly (see tests/data/smdebug/README.md).
-SMDEBUG_READABLE = ["float16", "float32", "float64", "int32", "int64", "uint8", "bool", "complex128"]
+SMDEBUG_READABLE = [
+    "float16", "float32", "float64", "int32", "int64", "uint8", "bool", "complex128"]
 
 
 @pytest.fixture(autouse=True)
@@ -66,16 +67,16 @@ def test_smdebug_reads_our_trial(trial_dir):
     assert smd.tensor("gradient/w").steps() == [0, 2, 6]
 
 
-def situations(trial, ModeKeysCls):
+def situations(trial, mode_keys):
     """(label, callable) pairs that raise in both readers."""
-    T, E = ModeKeysCls.TRAIN, ModeKeysCls.EVAL
+    train, evaluation = mode_keys.TRAIN, mode_keys.EVAL
     return [
         ("missing tensor", lambda: trial.tensor("nope")),
         ("unsaved step", lambda: trial.tensor("w").value(1)),
         ("beyond the end", lambda: trial.tensor("w").value(100)),
-        ("unsaved mode step", lambda: trial.tensor("w").value(7, mode=T)),
+        ("unsaved mode step", lambda: trial.tensor("w").value(7, mode=train)),
         ("tensor absent at saved step", lambda: trial.tensor("gradient/w").value(4)),
-        ("tensor absent in mode", lambda: trial.tensor("gradient/w").value(0, mode=E)),
+        ("tensor absent in mode", lambda: trial.tensor("gradient/w").value(0, mode=evaluation)),
         ("invalid worker", lambda: trial.tensor("w").value(0, worker="worker_9")),
         ("shape of absent", lambda: trial.tensor("gradient/w").shape(4)),
         ("workers of absent", lambda: trial.tensor("gradient/w").workers(4)),
@@ -114,9 +115,11 @@ def test_exception_signatures_match_smdebug():
         for builtin in (TypeError, ValueError, RuntimeError, NotImplementedError):
             assert issubclass(ours, builtin) == issubclass(theirs, builtin), (name, builtin)
         if "__init__" in vars(theirs):
-            assert str(inspect.signature(ours.__init__)) == str(inspect.signature(theirs.__init__)), name
+            assert (str(inspect.signature(ours.__init__))
+                    == str(inspect.signature(theirs.__init__))), name
     # Same messages for the same arguments.
-    assert str(ts_ex.StepUnavailable(3, modes.TRAIN)) == str(smd_ex.StepUnavailable(3, SmdModes.TRAIN))
+    assert (str(ts_ex.StepUnavailable(3, modes.TRAIN))
+            == str(smd_ex.StepUnavailable(3, SmdModes.TRAIN)))
     assert str(ts_ex.TensorUnavailable("x")) == str(smd_ex.TensorUnavailable("x"))
     assert str(ts_ex.NoMoreData(5, modes.EVAL, 4)) == str(smd_ex.NoMoreData(5, SmdModes.EVAL, 4))
 

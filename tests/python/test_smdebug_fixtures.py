@@ -94,7 +94,8 @@ def test_trial_level_answers(case):
     assert sorted(m.name for m in trial.modes()) == e["modes"]
     for m in ALL_MODES:
         assert trial.steps(mode=m) == e["steps"][m.name], m
-        assert trial.steps(mode=m, show_incomplete_steps=True) == e["steps_with_incomplete"][m.name], m
+        assert (trial.steps(mode=m, show_incomplete_steps=True)
+                == e["steps_with_incomplete"][m.name]), m
     for g, (mode_name, mode_step) in e["mode_of_step"].items():
         got = trial.mode(int(g))
         assert (got.name if got else None, trial.mode_step(int(g))) == (mode_name, mode_step), g
@@ -103,7 +104,8 @@ def test_trial_level_answers(case):
             assert trial.global_step(ModeKeys[mode_name], int(ms)) == g, (mode_name, ms)
     for mode_name, table in e["has_passed_step"].items():
         for s, state in table.items():
-            assert trial.has_passed_step(int(s), mode=ModeKeys[mode_name]).name == state, (mode_name, s)
+            passed = trial.has_passed_step(int(s), mode=ModeKeys[mode_name])
+            assert passed.name == state, (mode_name, s)
     assert trial.tensor_names() == e["tensor_names"]
     for mode_name, names in e["tensor_names_by_mode"].items():
         assert trial.tensor_names(mode=ModeKeys[mode_name]) == names, mode_name
@@ -117,7 +119,8 @@ def test_trial_level_answers(case):
     for coll, names in e["collections"].items():
         assert trial.tensor_names(collection=coll) == names, coll
     assert sorted(trial.collections()) == sorted(e["collections"])
-    assert attempt(lambda: trial.tensor("no/such/tensor"), lambda t: "returned") == e["missing_tensor"]
+    missing = attempt(lambda: trial.tensor("no/such/tensor"), lambda t: "returned")
+    assert missing == e["missing_tensor"]
 
 
 def written_value(exp, tname, step):
@@ -127,14 +130,14 @@ def written_value(exp, tname, step):
 
 def test_tensor_answers(case):
     name, trial, exp = case
-    global_steps = trial.steps(show_incomplete_steps=True)
     multi = len(trial.workers()) > 1
     checked_values = 0
     for tname, te in exp["tensors"].items():
         t = trial.tensor(tname)
         for m in ALL_MODES:
             assert t.steps(mode=m) == te["steps"][m.name], (tname, m)
-            assert t.steps(mode=m, show_incomplete_steps=True) == te["steps_with_incomplete"][m.name]
+            assert (t.steps(mode=m, show_incomplete_steps=True)
+                    == te["steps_with_incomplete"][m.name])
         for s, entry in te["at"].items():
             step = int(s)
             assert attempt(lambda: sorted(t.workers(step))) == entry["workers"], (tname, s)
@@ -154,7 +157,8 @@ def test_tensor_answers(case):
             for w, wentry in entry.get("by_worker", {}).items() if multi else ():
                 got = attempt(lambda: t.value(step, worker=w), encode_array)
                 assert got == wentry["value"], (tname, s, w)
-                assert attempt(lambda: list(t.shape(step, worker=w))) == wentry["shape"], (tname, s, w)
+                shape = attempt(lambda: list(t.shape(step, worker=w)))
+                assert shape == wentry["shape"], (tname, s, w)
         for mode_name, table in te["mode_values"].items():
             mode = ModeKeys[mode_name]
             for ms, want in table.items():
@@ -165,7 +169,8 @@ def test_tensor_answers(case):
                 else:
                     g = trial.global_step(mode, int(ms))
                     written = written_value(exp, tname, g) if g is not None else None
-                    assert got == (written if "error" in want and written else want), (tname, mode_name, ms)
+                    expected = written if "error" in want and written else want
+                    assert got == expected, (tname, mode_name, ms)
     assert checked_values > 0
 
 
@@ -184,7 +189,8 @@ def _reference_reduction(value, red, is_abs):
     return {
         "min": lambda: x.min(), "max": lambda: x.max(), "mean": lambda: x.mean(),
         "std": lambda: x.std(), "variance": lambda: x.var(), "sum": lambda: x.sum(),
-        "prod": lambda: x.prod(), "l1": lambda: np.abs(x).sum(), "l2": lambda: np.sqrt((x * x).sum()),
+        "prod": lambda: x.prod(), "l1": lambda: np.abs(x).sum(),
+        "l2": lambda: np.sqrt((x * x).sum()),
     }[red]()
 
 

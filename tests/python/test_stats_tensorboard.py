@@ -98,6 +98,7 @@ def test_tensorboard_writer_is_readable_by_tensorboard(tmp_path):
     assert h.num == 10 and h.min == 0 and h.max == 9 and sum(h.bucket) == 10
     assert histos[("weights/h", 3)].num == 4
     (eval_file,) = (tb_dir / "EVAL").iterdir()
-    assert [(v.tag, v.simple_value) for ev in events(str(eval_file))[1:] for v in ev.summary.value] == [
+    eval_events = events(str(eval_file))[1:]
+    assert [(v.tag, v.simple_value) for ev in eval_events for v in ev.summary.value] == [
         ("acc", 0.5)
     ]

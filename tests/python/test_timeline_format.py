@@ -76,7 +76,8 @@ def strict_check(doc):
         elif ph == "M":
             key = METADATA.get(e["name"])
             assert key is not None, where
-            assert (is_int if key == "sort_index" else lambda v: isinstance(v, str))(args.get(key)), where
+            check = is_int if key == "sort_index" else lambda v: isinstance(v, str)
+            assert check(args.get(key)), where
         elif ph in ("i", "I"):
             assert e.get("s", "t") in ("g", "p", "t"), where
         elif ph in ("s", "t", "f"):
@@ -124,7 +125,7 @@ def test_smdebug_reads_our_system_metrics(trial):
 
     lines = []
     for path in (trial / "system").rglob("*.json"):
-        lines += [json.loads(l) for l in path.read_text().splitlines()]
+        lines += [json.loads(line) for line in path.read_text().splitlines()]
     events = LocalSystemMetricsReader(str(trial)).get_events(T0_US, T0_US + 2 * 10**6)
     assert len(events) == len(lines) > 0
     dims = {e.dimension for e in events}
@@ -136,7 +137,7 @@ def test_smdebug_reads_our_system_metrics(trial):
             assert 0 <= e.value <= 100
             assert e.name.startswith(e.type)  # cpu0 / gpu1, as smdebug's rules expect
     assert {e.name for e in events if e.dimension == "GPUUtilization"} == {"gpu0", "gpu1"}
-    assert all(isinstance(l["Value"], float) for l in lines)
+    assert all(isinstance(line["Value"], float) for line in lines)
 
 
 def test_smdebug_reads_our_framework_timeline(trial):

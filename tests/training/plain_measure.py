@@ -99,7 +99,8 @@ class _Recorder:
             else:
                 active = (xd > -23) & (xd < 16.99999)
             self._activity(key, active, self.cur["saturated"])
-        if hasattr(module, "_plain_top") and isinstance(x, torch.Tensor) and self.cur["input"] is None:
+        if (hasattr(module, "_plain_top") and isinstance(x, torch.Tensor)
+                and self.cur["input"] is None):
             xd = x.detach()
             info = {"dtype": str(xd.dtype), "shape": list(xd.shape),
                     "zero_fraction": float((xd == 0).double().mean())}
@@ -201,7 +202,8 @@ TRAIN, EVAL, PREDICT, GLOBAL = ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT, 
 '''
 
 _PYTORCH = '''
-"""Stand-in for trainscope.pytorch that measures with plain PyTorch (tests/training/plain_measure.py)."""
+"""Stand-in for trainscope.pytorch that measures with plain PyTorch
+(tests/training/plain_measure.py)."""
 import json, os
 import torch
 from .. import modes

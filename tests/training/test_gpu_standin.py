@@ -102,7 +102,7 @@ def test_a_busy_gpu_with_steady_memory_raises_nothing(tmp_path, driver_dir):
 def test_a_driver_that_fails_to_initialise_is_one_clear_line(tmp_path, driver_dir):
     trial = tmp_path / "trial"
     p = _run(trial, driver_dir, ["-c", "import time; time.sleep(1.5)"], RULES, fail_init=1)
-    lines = [l for l in p.stderr.splitlines() if "nvml" in l.lower()]
+    lines = [line for line in p.stderr.splitlines() if "nvml" in line.lower()]
     assert lines == ["trainscope: nvmlInit_v2 failed: NVML error 9 (Driver Not Loaded): "
                      "GPU metrics off"], p.stderr
     assert not _gpu_metrics(trial)

@@ -231,7 +231,8 @@ class ProgramRun:
             params = rule_params(self.entry, rule, self.out_dir)
             box = {}
             t = threading.Thread(
-                target=lambda r=rule, p=params, b=box: b.update(res=_evaluate(r, self.trial, p, stop)),
+                target=lambda r=rule, p=params, b=box: b.update(
+                    res=_evaluate(r, self.trial, p, stop)),
                 name=f"{self.name}:{rule}", daemon=True)
             t.start()
             threads[rule] = (t, box)
@@ -383,7 +384,8 @@ def test_manifest_names_every_rule_somewhere():
 
 
 def _check_ran(r):
-    assert r.returncode == 0, f"{r.entry['program']} ({r.mode}) exited {r.returncode}:\n" + r.output[-3000:]
+    assert r.returncode == 0, (f"{r.entry['program']} ({r.mode}) exited {r.returncode}:\n"
+                               + r.output[-3000:])
     errors = {rule: res.error for rule, res in r.results.items() if res.error}
     assert not errors, errors
 

@@ -159,8 +159,9 @@ class PandasFrame:
         framework_rows = []
         if get_framework_metrics:
             for e in self.framework_metrics_reader.get_events(start_time_us, end_time_us):
-                if selected_framework_metrics and (e.event_name not in selected_framework_metrics
-                                                   and e.event_phase not in selected_framework_metrics):
+                if selected_framework_metrics and (
+                        e.event_name not in selected_framework_metrics
+                        and e.event_phase not in selected_framework_metrics):
                     continue
                 args = e.event_args or {}
                 step = args.get("step_num", e.step if e.step is not None else -1)

@@ -312,7 +312,8 @@ class ProfilerConfigParser:
         return self.resolved.local_path if self.resolved is not None else None
 
     def is_python_profiling_enabled(self):
-        return self.profiling_enabled and bool(self.resolved.range("python_profiling").get("enabled"))
+        python_profiling = self.resolved.range("python_profiling")
+        return self.profiling_enabled and bool(python_profiling.get("enabled"))
 
     def metrics_config(self, category):
         """The window's settings as the core parsed them ({} when the window is off)."""

@@ -238,7 +238,8 @@ class FrameworkProfiler:
             self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
             self._handles.append(register_optimizer_step_post_hook(self._opt_post))
         except ImportError:  # torch < 2.0: no global optimizer hooks
-            self._report("optimizer", "this torch has no global optimizer hooks; no Optimizer spans")
+            self._report("optimizer",
+                         "this torch has no global optimizer hooks; no Optimizer spans")
         global _active
         _install_dataloader_patch()
         _active = self

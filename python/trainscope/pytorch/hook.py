@@ -422,8 +422,10 @@ class Hook:
     # ("1_output_0"). So when one of these collections is configured, the hook adds the matching
     # modules' tensors to it by type, whatever their names (smdebug's add_module_tensors).
     _ACTIVATION_COLLECTIONS = (
-        ("relu_output", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), False, True),
-        ("relu_input", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU), True, False),
+        ("relu_output", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU),
+         False, True),
+        ("relu_input", (torch.nn.ReLU, torch.nn.ReLU6, torch.nn.LeakyReLU, torch.nn.RReLU),
+         True, False),
         ("saturated_activation_inputs", (torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Hardtanh,
                                          torch.nn.Hardsigmoid), True, False),
     )
@@ -443,7 +445,8 @@ class Hook:
         """Saves the output of a loss module as <LossClass>_output_0 (collection losses)."""
         if not isinstance(loss_module, torch.nn.Module):
             raise SMDebugTypeError(
-                f"loss_module={loss_module} must be a torch.nn.Module such as nn.CrossEntropyLoss()")
+                f"loss_module={loss_module} must be a torch.nn.Module such as "
+                "nn.CrossEntropyLoss()")
         loss_module._ts_name = loss_module._get_name()
         _copy_unhooked(loss_module)
         self._add_forward_hook(loss_module)  # once, even if it is part of a registered module
@@ -541,7 +544,8 @@ class Hook:
         try:
             v = float(v)
         except (TypeError, ValueError):
-            raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}") from None
+            raise SMDebugTypeError(
+                f"scalar/{name} has non scalar value of type: {type(value)}") from None
         self._c.save_scalar(str(name), v)
 
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):

@@ -148,7 +148,7 @@ def _builtin_rule(name, doc=None, required=(), prepare=None):
     params.append(Parameter("action_str", keyword, default=""))
     signature = Signature(params)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs):  # noqa: N807 (the made class's __init__)
         try:
             bound = signature.bind(self, *args, **kwargs)
         except TypeError as e:

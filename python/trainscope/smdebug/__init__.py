@@ -1,4 +1,5 @@
-"""`import smdebug...` resolved to trainscope, so smdebug scripts, notebooks and tests run unchanged.
+"""`import smdebug...` resolved to trainscope, so smdebug scripts, notebooks and tests run
+unchanged.
 
 Three ways to turn it on:
 

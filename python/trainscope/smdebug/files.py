@@ -18,7 +18,8 @@ STEP_NUMBER_FORMATTING_LENGTH = "012"
 
 
 class IndexFileLocationUtils:
-    """Where the index file of a step lives: index/<step // 1000, 9 digits>/<step, 12>_<worker>.json."""
+    """Where the index file of a step lives:
+    index/<step // 1000, 9 digits>/<step, 12>_<worker>.json."""
 
     MAX_INDEX_FILE_NUM_IN_INDEX_PREFIX = 1000
 
@@ -28,7 +29,8 @@ class IndexFileLocationUtils:
 
     @staticmethod
     def next_index_prefix_for_step(step_num):
-        return format(step_num // IndexFileLocationUtils.MAX_INDEX_FILE_NUM_IN_INDEX_PREFIX + 1, "09")
+        per_prefix = IndexFileLocationUtils.MAX_INDEX_FILE_NUM_IN_INDEX_PREFIX
+        return format(step_num // per_prefix + 1, "09")
 
     @staticmethod
     def get_index_key_for_step(trial_prefix, step_num, worker_name):
@@ -79,7 +81,8 @@ class TensorFileLocation:
 
     @classmethod
     def get_step_dir_path(cls, trial_dir, step_num):
-        return os.path.join(cls.get_dir(trial_dir), format(int(step_num), STEP_NUMBER_FORMATTING_LENGTH))
+        return os.path.join(cls.get_dir(trial_dir),
+                            format(int(step_num), STEP_NUMBER_FORMATTING_LENGTH))
 
 
 class FileWriter:
@@ -98,7 +101,8 @@ class FileWriter:
         self.step = int(step)
         self.wtype = wtype
         self.mode = mode
-        self.event_file_path = TensorFileLocation(self.step, worker).get_file_location(self.trial_dir)
+        self.event_file_path = TensorFileLocation(self.step, worker).get_file_location(
+            self.trial_dir)
         self._writer = _load_core().TrialWriter(self.trial_dir, worker=worker,
                                                 write_end_marker=False, quiet=True, io_threads=1)
         self._step_open = False

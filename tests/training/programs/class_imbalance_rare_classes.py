@@ -53,7 +53,8 @@ def main():
     keep = np.array(keep)
     x = (digits.data - digits.data.mean(0)) / (digits.data.std(0) + 1e-6)
     loader = DataLoader(
-        TensorDataset(torch.tensor(x[keep], dtype=torch.float32), torch.tensor(digits.target[keep])),
+        TensorDataset(torch.tensor(x[keep], dtype=torch.float32),
+                      torch.tensor(digits.target[keep])),
         batch_size=24, shuffle=True)
 
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))

@@ -27,7 +27,8 @@ import trainscope.pytorch as ts
 class PriceModel(nn.Module):
     def __init__(self, n_features):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(n_features, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.body = nn.Sequential(nn.Linear(n_features, 64), nn.ReLU(),
+                                  nn.Linear(64, 64), nn.ReLU())
         self.head = nn.Linear(64, 1)
 
     def forward(self, x):

@@ -17,8 +17,8 @@ anneals the learning rate to max_lr / 25 / 1e4 over the last steps, so the train
 for its last ~60 steps, and the output layer's bias moved by less than numpy.allclose's rtol
 (1e-5) over the last 3 training steps (largest difference 4.5e-7, seen with trainscope).
 LossNotDecreasing, Overtraining and UnchangedTensor were defined to stay quiet on this (see their
-pages in docs/rules: a loss that learned and flattens has converged, validation loss still improving, exact equality for
-trained tensors).
+pages in docs/rules: a loss that learned and flattens has converged, validation loss still
+improving, exact equality for trained tensors).
 """
 
 import argparse

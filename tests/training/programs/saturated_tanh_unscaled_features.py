@@ -20,7 +20,6 @@ The loss stays near the target's variance (1.04 -> 0.95).
 import argparse
 import os
 
-import numpy as np
 import torch
 from sklearn.datasets import load_diabetes
 from torch import nn

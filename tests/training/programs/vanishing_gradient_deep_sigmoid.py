@@ -17,7 +17,6 @@ move: 2.32 over the first 10 steps, 2.33 over the last 10 (ln 10 = 2.30).
 import argparse
 import os
 
-import numpy as np
 import torch
 from sklearn.datasets import load_digits
 from torch import nn

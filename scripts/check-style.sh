@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The house style, checked. scripts/run-tests.sh runs each part as a suite; each exits non-zero
+# on the first kind of violation it finds and prints every violation of that kind.
+#
+#   check-style.sh python           ruff over python/ tests/ bench/ scripts/ examples/
+#                                   (rules and why each ignore: pyproject.toml [tool.ruff]).
+#   check-style.sh tidy [FILE...]   clang-tidy with .clang-tidy (Google naming, bugprone,
+#                                   performance; warnings are errors) over the C++ sources of
+#                                   src/ (or the FILEs given), compiled as build/ compiles them
+#                                   (build/compile_commands.json).
+#   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
+#                                   given; with none, over the C/C++ files changed against the
+#                                   merge base with origin/main (all tracked C/C++ files when
+#                                   there is no origin/main or TRAINSCOPE_FORMAT_ALL=1).
+#   check-style.sh thread-safety    clang++ -fsyntax-only -Wthread-safety -Werror over the
+#                                   library sources of src/ (TS_GUARDED_BY and friends:
+#                                   src/core/include/trainscope/thread_annotations.h).
+#   check-style.sh all              all four.
+# Needs clang, clang-tidy, clang-format (Debian packages) and ruff (.venv), which
+# scripts/setup.sh installs, and a configured build/ for tidy and thread-safety.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD=${TRAINSCOPE_BUILD_DIR:-build}
+JOBS=$(nproc)
+
+need() {  # need TOOL: fails naming the tool and how to get it
+  command -v "$1" >/dev/null && return 0
+  echo "check-style: $1 not found; run scripts/setup.sh (it installs the style tools)" >&2
+  return 1
+}
+
+need_compile_db() {
+  [[ -f $BUILD/compile_commands.json ]] && return 0
+  echo "check-style: $BUILD/compile_commands.json not found; configure the build first" \
+    "(scripts/setup.sh, or cmake -S . -B $BUILD)" >&2
+  return 1
+}
+
+# Prints the library sources of src/ that the compile database compiles, one a line (src/torch
+# only where the build found LibTorch).
+db_sources() {
+  "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" <<'EOF'
+import json, os, sys
+db, root = sys.argv[1], sys.argv[2]
+src = os.path.join(root, "src") + os.sep
+for entry in json.load(open(db)):
+    path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
+    if path.startswith(src) and path.endswith(".cc"):
+        print(os.path.relpath(path, root))
+EOF
+}
+
+check_python() {
+  local ruff="$ROOT/.venv/bin/ruff"
+  [[ -x $ruff ]] || ruff=ruff
+  need "$ruff" || return 1
+  "$ruff" check --no-cache --output-format concise python tests bench scripts examples
+}
+
+check_tidy() {
+  need clang-tidy || return 1
+  need_compile_db || return 1
+  local files=("$@")
+  ((${#files[@]})) || mapfile -t files < <(db_sources | sort -u)
+  ((${#files[@]})) || { echo "check-style: no C++ sources to check" >&2; return 1; }
+  echo "clang-tidy over ${#files[@]} file(s), $JOBS at a time"
+  # GCC's warning flags from the database are unknown to clang: not an error here.
+  printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -n 4 clang-tidy -p "$BUILD" --quiet \
+    --extra-arg=-Wno-unknown-warning-option 2>&1 |
+    grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^Use -system-headers'
+  local rc=("${PIPESTATUS[@]}")
+  [[ ${rc[1]} -eq 0 ]]
+}
+
+check_format() {
+  need clang-format || return 1
+  local files=("$@")
+  if ((${#files[@]} == 0)); then
+    local base=""
+    if [[ "${TRAINSCOPE_FORMAT_ALL:-0}" != 1 ]] && git rev-parse -q --verify origin/main >/dev/null; then
+      base=$(git merge-base HEAD origin/main)
+    fi
+    if [[ -n $base ]]; then
+      mapfile -t files < <(git diff --name-only --diff-filter=ACMR "$base" -- \
+        '*.cc' '*.h' '*.cpp' '*.hpp' '*.c')
+    else
+      mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cpp' '*.hpp' '*.c')
+    fi
+  fi
+  ((${#files[@]})) || { echo "clang-format: no C/C++ files to check"; return 0; }
+  echo "clang-format --dry-run over ${#files[@]} file(s)"
+  clang-format --dry-run -Werror --style=file "${files[@]}"
+}
+
+# Compiles each library source of src/ with clang++ as build/ compiles it, syntax only, with
+# Clang's thread-safety analysis as errors.
+check_thread_safety() {
+  local cxx=${TRAINSCOPE_CLANGXX:-clang++}
+  need "$cxx" || return 1
+  need_compile_db || return 1
+  local files
+  mapfile -t files < <(db_sources | sort -u)
+  echo "clang++ -Wthread-safety over ${#files[@]} file(s), $JOBS at a time"
+  "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" "$cxx" "$JOBS" "${files[@]}" <<'EOF'
+import concurrent.futures, json, os, shlex, subprocess, sys
+db, root, cxx, jobs, files = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+wanted = {os.path.join(root, f) for f in files}
+commands = {}
+for entry in json.load(open(db)):
+    path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
+    if path in wanted and path not in commands:
+        args = entry.get("arguments") or shlex.split(entry["command"])
+        kept, skip = [cxx], False
+        for a in args[1:]:  # drop the compiler, the output and the -c pair
+            if skip:
+                skip = False
+                continue
+            if a in ("-o", "-c"):
+                skip = True
+                continue
+            kept.append(a)
+        kept += ["-fsyntax-only", "-Wthread-safety", "-Werror", "-Wno-unknown-warning-option",
+                 path]
+        commands[path] = (entry["directory"], kept)
+def run(item):
+    path, (cwd, args) = item
+    p = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    return path, p.returncode, p.stdout + p.stderr
+failed = 0
+with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+    for path, rc, out in pool.map(run, sorted(commands.items())):
+        if rc != 0:
+            failed += 1
+            sys.stdout.write(out)
+print(f"thread-safety: {len(commands) - failed} file(s) clean, {failed} failing")
+sys.exit(1 if failed else 0)
+EOF
+}
+
+case "${1:-all}" in
+  python) check_python ;;
+  tidy) shift; check_tidy "$@" ;;
+  format) shift; check_format "$@" ;;
+  thread-safety) check_thread_safety ;;
+  all)
+    rc=0
+    for part in check_python check_tidy check_format check_thread_safety; do
+      "$part" || rc=1
+    done
+    exit $rc
+    ;;
+  *)
+    echo "usage: scripts/check-style.sh [python|tidy [FILE...]|format [FILE...]|thread-safety|all]" >&2
+    exit 2
+    ;;
+esac
