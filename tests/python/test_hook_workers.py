@@ -28,7 +28,9 @@ def _launch(out_dir, include_workers, how):
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err
+        # stdout says how far the worker got: WORKER= is its last line, printed after the hook
+        # closed and the process group was destroyed (a crash after it is in the teardown).
+        assert p.returncode == 0, f"exit {p.returncode}; stdout: {out!r}; stderr: {err}"
         outs.append(out)
     return outs
 
