@@ -413,6 +413,17 @@ void RegisterCapture(py::module_& m) {
       [](py::dict d, const std::string& what) { ThrowIfError(SaveModeFromDict(d).Validate(what)); },
       py::arg("params"), py::arg("what") = "SaveConfigMode",
       "Raises ValueError if {save_interval, start_step, end_step, save_steps} is invalid.");
+  py::class_<SaveConfigMode>(m, "SaveSchedule",
+                             "The save schedule of one mode (SaveConfigMode::ShouldSave, the "
+                             "hook's own): schedule(mode_step) is True if that step is saved.")
+      .def(py::init([](py::dict d) {
+             SaveConfigMode mode = SaveModeFromDict(d);
+             ThrowIfError(mode.Validate("SaveConfigMode"));
+             return mode;
+           }),
+           py::arg("params"),
+           "From {save_interval, start_step, end_step, save_steps}; ValueError if invalid.")
+      .def("__call__", &SaveConfigMode::ShouldSave, py::arg("mode_step"));
   m.def(
       "check_reduction_config",
       [](py::dict d, const std::string& what) { (void)ReductionConfigFromDict(d, what); },
@@ -524,7 +535,7 @@ void RegisterCapture(py::module_& m) {
           "stop_reason",
           [](PyHook& h) -> py::object {
             if (!h.h().StopRequested()) return py::none();
-            const StopReason& r = h.h().stop_reason();
+            const StopRequest& r = h.h().stop_reason();
             py::dict d;
             d["rule"] = r.rule;
             d["step"] = r.step;
