@@ -1,8 +1,8 @@
 # Installing the C++ library: `cmake --install build [--prefix DIR] [--component trainscope_dev]`
-# puts the public headers into include/trainscope/, the static module libraries into the library
-# folder, a CMake package (find_package(trainscope) with targets trainscope::core, ::store,
-# ::capture, ::profiler, ::rules, ::actions and trainscope::trainscope, all of them) and a
-# pkg-config file (trainscope.pc). Only component trainscope_dev; `pip install .` installs the
+# puts every module's public headers (src/<module>/include/trainscope/) into include/trainscope/,
+# the static module libraries into the library folder, a CMake package (find_package(trainscope)
+# with targets trainscope::core, ::store, ::capture, ::profiler, ::rules, ::actions and
+# trainscope::trainscope, all of them) and a pkg-config file (trainscope.pc). Only component trainscope_dev; `pip install .` installs the
 # `python` component alone. The LibTorch module is not installed (its header needs LibTorch).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -29,9 +29,12 @@ endforeach()
 install(TARGETS ${_ts_install_targets} EXPORT trainscopeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT trainscope_dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/trainscope
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT trainscope_dev
-  FILES_MATCHING PATTERN "*.h" PATTERN "torch_hook.h" EXCLUDE)
+# Each module's public headers (src/<module>/include/trainscope/) go into one include/trainscope/.
+foreach(m IN LISTS _ts_install_modules)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/${m}/include/trainscope
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT trainscope_dev
+    FILES_MATCHING PATTERN "*.h")
+endforeach()
 install(EXPORT trainscopeTargets NAMESPACE trainscope::
   DESTINATION ${TRAINSCOPE_INSTALL_CMAKEDIR} COMPONENT trainscope_dev)
 

@@ -77,9 +77,11 @@ def test_installed_files(prefix):
     assert (lib / "cmake" / "trainscope" / "trainscopeConfig.cmake").is_file()
     assert (lib / "pkgconfig" / "trainscope.pc").is_file()
     installed = sorted(p.name for p in (prefix / "include" / "trainscope").iterdir())
-    sources = sorted(p.name for p in (REPO / "include" / "trainscope").glob("*.h"))
-    # torch_hook.h needs LibTorch; the LibTorch module is not part of the package.
-    assert installed == [h for h in sources if h != "torch_hook.h"]
+    # Every installed module's public headers (src/<module>/include/trainscope/); the LibTorch
+    # module (torch_hook.h needs LibTorch) is not part of the package.
+    sources = sorted(p.name for m in MODULES
+                     for p in (REPO / "src" / m / "include" / "trainscope").glob("*.h"))
+    assert installed == sources
 
 
 def test_installed_headers_compile_alone(prefix, tmp_path):
