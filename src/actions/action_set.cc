@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "trainscope/email.h"
-#include "trainscope/stop_signal.h"
+#include "trainscope/stop_action.h"
 #include "trainscope/webhook.h"
 
 namespace trainscope {

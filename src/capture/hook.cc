@@ -3,48 +3,17 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "capture/planner.h"
 #include "capture/workers.h"
 #include "core/terminal_escape.h"
-#include "trainscope/actions_format.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
 namespace trainscope {
-namespace {
-
-// The reason in a stop file (docs/formats/stop_signal.md; written whole, by a rename). Parsed here,
-// not with StopRequestFromJson: capture does not link the actions module (libcurl) for three keys.
-StopReason ReadStopReason(Env* env, const std::string& path) {
-  StopReason r;
-  auto region = env->MapFile(path);
-  const nlohmann::json j =
-      region.ok() ? nlohmann::json::parse((*region)->view(), nullptr, /*allow_exceptions=*/false)
-                  : nlohmann::json();
-  if (!j.is_object()) {
-    r.explanation = "stop file present (no reason given)";
-    return r;
-  }
-  if (auto it = j.find("rule"); it != j.end() && it->is_string()) r.rule = it->get<std::string>();
-  if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) {
-    r.step = it->get<int64_t>();
-  }
-  if (auto it = j.find("explanation"); it != j.end() && it->is_string()) {
-    r.explanation = it->get<std::string>();
-  }
-  return r;
-}
-
-}  // namespace
-
-std::string StopReason::ToString() const {
-  return (rule.empty() ? std::string("a person") : rule) + " at step " +
-         (step >= 0 ? std::to_string(step) : std::string("?")) + ": " + explanation;
-}
 
 class Hook::Impl {
  public:
@@ -72,9 +41,10 @@ class Hook::Impl {
   bool closed = false;
   std::vector<std::pair<std::string, double>> early_scalars;  // before the first step
 
-  std::string stop_path;  // <out_dir>/rule-output/stop_training.json; empty: nothing to watch
+  // The trial's stop files (stop_signal.h); none without out_dir: nothing to watch.
+  std::optional<StopSignal> stop_signal;
   bool stop_requested = false;
-  StopReason stop_reason;
+  StopRequest stop_reason;  // empty until stop_requested
 
   HookStats stats;
   int64_t steps_ended = 0;  // steps handed to the writer
@@ -281,10 +251,8 @@ Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   if (!config.quiet) {
     for (const auto& w : config.warnings) std::fprintf(stderr, "trainscope: %s\n", w.c_str());
   }
-  if (!config.out_dir.empty()) {
-    impl->stop_path = JoinPath(JoinPath(config.out_dir, actions_format::kRuleOutputDir),
-                               actions_format::kStopSignalFileName);
-  }
+  // Reads SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE now, once.
+  if (!config.out_dir.empty()) impl->stop_signal.emplace(config.out_dir, impl->env);
   impl->config = std::move(config);
   return std::unique_ptr<Hook>(new Hook(std::move(impl)));
 }
@@ -323,8 +291,15 @@ bool Hook::is_saving_step() const { return impl_->due != 0; }
 bool Hook::Step() {
   Impl& d = *impl_;
   if (d.closed) return false;
-  if (!d.stop_path.empty() && d.env->FileExists(d.stop_path)) {
-    d.stop_reason = ReadStopReason(d.env, d.stop_path);
+  if (d.stop_signal && d.stop_signal->Check()) {
+    Result<StopRequest> reason = d.stop_signal->Read();
+    if (reason.ok()) {
+      d.stop_reason = std::move(reason).value();
+    } else {  // gone between the check and the read (Clear): it was there, so stop all the same
+      d.stop_reason = StopRequest{};
+      d.stop_reason.source = "unknown";
+      d.stop_reason.explanation = "stop file present (no reason given)";
+    }
     d.stop_requested = true;
     Close();
     // The explanation comes from a rule's file: escaped, so it cannot drive the terminal.
@@ -450,7 +425,7 @@ Status Hook::Close() {
 
 bool Hook::closed() const { return impl_->closed; }
 bool Hook::StopRequested() const { return impl_->stop_requested; }
-const StopReason& Hook::stop_reason() const { return impl_->stop_reason; }
+const StopRequest& Hook::stop_reason() const { return impl_->stop_reason; }
 const std::string& Hook::worker() const { return impl_->worker; }
 int Hook::rank() const { return impl_->rank; }
 int Hook::world_size() const { return impl_->world_size; }

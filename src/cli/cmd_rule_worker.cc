@@ -19,7 +19,7 @@
 #include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
 #include "trainscope/rule_runner.h"
-#include "trainscope/stop_signal.h"
+#include "trainscope/stop_action.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -206,7 +206,7 @@ int RunWorker(const WorkerOptions& o) {
       return;
     }
     (void)action_set->Dispatch(*finding);
-    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequest::FromFinding(*finding));
+    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequestFromFinding(*finding));
   });
   Status added = runner->AddRule(std::move(*rule));
   if (!added.ok()) {

@@ -191,7 +191,9 @@ std::vector<RuleStatusView> ReadRuleStatuses(const std::string& trial_dir) {
 }
 
 std::optional<nlohmann::json> ReadStopRequest(const std::string& trial_dir) {
-  return ReadJsonFile(StopSignal::PathFor(trial_dir));
+  Result<StopRequest> request = StopSignal(trial_dir).Read();
+  if (!request.ok()) return std::nullopt;
+  return nlohmann::json::parse(StopRequestToJson(*request), nullptr, /*allow_exceptions=*/false);
 }
 
 }  // namespace trainscope::cli

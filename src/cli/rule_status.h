@@ -36,7 +36,9 @@ struct RuleStatusView {
 std::vector<RuleStatusView> ReadRuleStatuses(const std::string& trial_dir);
 // The JSON in `path`; nullopt when it cannot be read or parsed (e.g. being replaced).
 std::optional<nlohmann::json> ReadJsonFile(const std::string& path);
-// The stop request written by a stop action, if any (rule-output/stop_training.json).
+// The stop request, if any, as StopSignal::Read gives it (stop_signal.h: the trial's stop file, or
+// smdebug's when SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE is set; a file without a reason reads as
+// "source": "unknown"), in the stop file's JSON (docs/formats/stop_signal.md).
 std::optional<nlohmann::json> ReadStopRequest(const std::string& trial_dir);
 
 // j[key] when j is an object and j[key] has that type, else `fallback`: data from files is read

@@ -3,53 +3,79 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "actions/finding_json.h"
-#include "trainscope/actions_format.h"
+#include "trainscope/trial_format.h"
 
 namespace trainscope {
 namespace {
 
 using nlohmann::json;
-namespace fmt = actions_format;
+namespace fmt = stop_signal_format;
 
 std::string SmdebugPath(const std::string& trial_dir) {
-  const char* name = std::getenv(fmt::kSmdebugStopSignalEnv);
+  const char* name = std::getenv(fmt::kSmdebugEnv);
   if (name == nullptr || name[0] == '\0') return "";
   // smdebug joins with os.path.join: an absolute name stands on its own.
   if (name[0] == '/') return name;
   return JoinPath(trial_dir, name);
 }
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\n' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return std::string(s);
+std::string_view Trim(std::string_view s) {
+  constexpr std::string_view kSpace = " \n\t\r";
+  while (!s.empty() && kSpace.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
+  while (!s.empty() && kSpace.find(s.back()) != std::string_view::npos) s.remove_suffix(1);
+  return s;
+}
+
+// "YYYY-MM-DDTHH:MM:SS.ffffffZ" (UTC), the file's `time` key.
+std::string FormatTimeUtc(int64_t time_micros) {
+  int64_t secs = time_micros / 1000000;
+  int64_t micros = time_micros % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    secs -= 1;
+  }
+  const time_t t = static_cast<time_t>(secs);
+  struct tm tm_utc;
+  gmtime_r(&t, &tm_utc);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm_utc.tm_year + 1900,
+                tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour, tm_utc.tm_min, tm_utc.tm_sec,
+                static_cast<long long>(micros));
+  return buf;
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+// The reason of a file that is present but gives none.
+StopRequest Unknown(std::string explanation) {
+  StopRequest r;
+  r.source = "unknown";
+  r.explanation = std::move(explanation);
+  return r;
 }
 
 }  // namespace
 
-StopRequest StopRequest::FromFinding(const Finding& f) {
-  StopRequest r;
-  r.source = "rule";
-  r.rule = f.rule;
-  r.step = f.step;
-  r.mode = f.mode;
-  r.explanation = f.explanation.empty() ? FindingSummary(f) : f.explanation;
-  r.recommendation = f.recommendation;
-  r.time_micros = f.time_micros;
-  return r;
+std::string StopRequest::ToString() const {
+  const std::string who = !rule.empty()         ? rule
+                          : source == "smdebug" ? std::string("an smdebug rule")
+                                                : std::string("a person");
+  return who + " at step " + (step >= 0 ? std::to_string(step) : std::string("?")) + ": " +
+         explanation;
 }
 
 std::string StopRequestToJson(const StopRequest& r) {
   json j = json::object();
-  j["version"] = fmt::kStopSignalVersion;
+  j["version"] = fmt::kVersion;
   j["source"] = r.source;
   if (!r.rule.empty()) j["rule"] = r.rule;
   if (r.step >= 0) j["step"] = r.step;
@@ -58,8 +84,8 @@ std::string StopRequestToJson(const StopRequest& r) {
   if (!r.recommendation.empty()) j["recommendation"] = r.recommendation;
   j["time_us"] = r.time_micros;
   j["time"] = FormatTimeUtc(r.time_micros);
-  j["host"] = actions_internal::HostName();
-  j["pid"] = static_cast<int64_t>(::getpid());
+  if (!r.host.empty()) j["host"] = r.host;
+  if (r.pid > 0) j["pid"] = r.pid;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -102,6 +128,8 @@ Result<StopRequest> StopRequestFromJson(std::string_view text) {
   TS_RETURN_IF_ERROR(str("explanation", &r.explanation));
   TS_RETURN_IF_ERROR(str("recommendation", &r.recommendation));
   TS_RETURN_IF_ERROR(integer("time_us", &r.time_micros));
+  TS_RETURN_IF_ERROR(str("host", &r.host));
+  TS_RETURN_IF_ERROR(integer("pid", &r.pid));
   return r;
 }
 
@@ -122,27 +150,32 @@ Result<StopRequest> StopSignal::Read() const {
   // rename meanwhile is read whole, old or new (Env::ReadFile may size one file and read another).
   Result<std::shared_ptr<const FileRegion>> region = env_->MapFile(path_);
   if (region.ok()) {
+    if (Trim((*region)->view()).empty()) return Unknown("stop file present (no reason given)");
     Result<StopRequest> r = StopRequestFromJson((*region)->view());
     if (r.ok()) return r;
-    StopRequest unknown;
-    unknown.source = "unknown";
-    unknown.explanation = "stop file " + path_ + " is present but unreadable (" +
-                          r.status().message() + "); stopping anyway";
-    return unknown;
+    return Unknown("stop file " + path_ + " is present but unreadable (" + r.status().message() +
+                   "); stopping anyway");
+  }
+  // Present but refused (e.g. a FIFO, which MapFile will not open): a stop all the same. Not
+  // found is no stop: a file that appears after MapFile looked is seen at the next Check.
+  if (region.status().code() != StatusCode::kNotFound && env_->FileExists(path_)) {
+    return Unknown("stop file " + path_ + " is present but unreadable (" +
+                   region.status().message() + "); stopping anyway");
   }
   if (!smdebug_path_.empty()) {
     Result<std::shared_ptr<const FileRegion>> smd = env_->MapFile(smdebug_path_);
-    if (smd.ok()) {
+    if (smd.ok() ||
+        (smd.status().code() != StatusCode::kNotFound && env_->FileExists(smdebug_path_))) {
       StopRequest r;
       r.source = "smdebug";
-      std::string body = Trim((*smd)->view());
+      const std::string body(smd.ok() ? Trim((*smd)->view()) : std::string_view());
       char* end = nullptr;
-      long long secs = std::strtoll(body.c_str(), &end, 10);
+      const long long secs = std::strtoll(body.c_str(), &end, 10);
       if (!body.empty() && end != nullptr && *end == '\0') {
         r.time_micros = static_cast<int64_t>(secs) * 1000000;
       }
-      r.explanation = "smdebug rule stop signal " + smdebug_path_ + " (from " +
-                      fmt::kSmdebugStopSignalEnv + ")";
+      r.explanation = "smdebug's rule stop file " + smdebug_path_ + " (named by " +
+                      fmt::kSmdebugEnv + ")";
       return r;
     }
   }
@@ -151,7 +184,7 @@ Result<StopRequest> StopSignal::Read() const {
 }
 
 std::string StopSignal::PathFor(const std::string& trial_dir) {
-  return JoinPath(JoinPath(trial_dir, fmt::kRuleOutputDir), fmt::kStopSignalFileName);
+  return JoinPath(JoinPath(trial_dir, trial_format::kRuleOutputDir), fmt::kFileName);
 }
 
 Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopRequest& request) {
@@ -164,7 +197,10 @@ Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopReque
   static std::atomic<uint64_t> counter{0};
   const std::string tmp =
       path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  std::string data = StopRequestToJson(request);
+  StopRequest stamped = request;
+  stamped.host = HostName();
+  stamped.pid = static_cast<int64_t>(::getpid());
+  std::string data = StopRequestToJson(stamped);
   data.push_back('\n');
   {
     TS_ASSIGN_OR_RETURN(auto file, env->NewWritableFile(tmp));
@@ -192,54 +228,6 @@ Status StopSignal::Clear(Env* env, const std::string& trial_dir) {
   const std::string path = PathFor(trial_dir);
   if (!env->FileExists(path)) return Status::OK();
   return env->RemoveFile(path).WithContext("stop signal: clearing");
-}
-
-namespace {
-
-class StopTrainingAction final : public Action {
- public:
-  StopTrainingAction(Env* env, std::string trial_dir, OutcomeCallback on_outcome)
-      : env_(env != nullptr ? env : Env::Default()),
-        trial_dir_(std::move(trial_dir)),
-        on_outcome_(std::move(on_outcome)) {}
-
-  std::string_view kind() const override { return "stop"; }
-  std::string target() const override { return StopSignal::PathFor(trial_dir_); }
-
-  Status Notify(const Finding& finding) override {
-    if (finding.kind != FindingKind::kFinding) return Status::OK();
-    StopRequest request = StopRequest::FromFinding(finding);
-    if (request.time_micros == 0) request.time_micros = static_cast<int64_t>(env_->NowMicros());
-    const bool already = env_->FileExists(target());
-    Status s = StopSignal::Raise(env_, trial_dir_, request);
-    if (on_outcome_) {
-      ActionOutcome o;
-      o.action = "stop";
-      o.target = target();
-      o.rule = finding.rule;
-      o.step = finding.step;
-      o.attempts = 1;
-      o.result = s.ok() ? ActionResult::kDone : ActionResult::kFailed;
-      o.detail = !s.ok()   ? s.ToString()
-                 : already ? "stop already requested; first reason kept"
-                           : "stop requested";
-      o.time_micros = static_cast<int64_t>(env_->NowMicros());
-      on_outcome_(o);
-    }
-    return s;
-  }
-
- private:
-  Env* env_;
-  std::string trial_dir_;
-  OutcomeCallback on_outcome_;
-};
-
-}  // namespace
-
-std::unique_ptr<Action> NewStopTrainingAction(Env* env, std::string trial_dir,
-                                              OutcomeCallback on_outcome) {
-  return std::make_unique<StopTrainingAction>(env, std::move(trial_dir), std::move(on_outcome));
 }
 
 }  // namespace trainscope

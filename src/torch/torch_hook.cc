@@ -450,7 +450,7 @@ bool TorchHook::StopRequested() const {
   return impl_->hook->StopRequested();
 }
 
-StopReason TorchHook::stop_reason() const {
+StopRequest TorchHook::stop_reason() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->hook->stop_reason();
 }

@@ -1,6 +1,7 @@
 #include "trainscope/stop_signal.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "actions/test_util.h"
+#include "trainscope/stop_action.h"
 #include "trainscope/stop_signal_c.h"
 
 namespace trainscope {
@@ -107,7 +109,47 @@ TEST(StopSignalTest, TouchedFileStopsWithUnknownReason) {
   auto r = signal.Read();
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->source, "unknown");
+  // An empty file is the documented `touch`: no reason given (what the hook prints).
+  EXPECT_EQ(r->explanation, "stop file present (no reason given)");
+  EXPECT_EQ(r->ToString(), "a person at step ?: stop file present (no reason given)");
+
+  // One that does not parse, or has a key of the wrong type, says it is unreadable and why.
+  for (const char* text : {"garbage", "{\"step\": \"twelve\"}"}) {
+    std::ofstream(signal.path()) << text;
+    r = signal.Read();
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->source, "unknown");
+    EXPECT_NE(r->explanation.find("unreadable"), std::string::npos) << r->explanation;
+    EXPECT_NE(r->explanation.find(signal.path()), std::string::npos) << r->explanation;
+  }
+
+  // A FIFO there (which the Env refuses to read, so nothing hangs) is present all the same.
+  fs::remove(signal.path());
+  ASSERT_EQ(::mkfifo(signal.path().c_str(), 0600), 0);
+  EXPECT_TRUE(signal.Check());
+  r = signal.Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->source, "unknown");
   EXPECT_NE(r->explanation.find("unreadable"), std::string::npos) << r->explanation;
+}
+
+// The one codec: every field the file carries reads back, the writer's host and pid included.
+TEST(StopSignalTest, TheFileRoundTripsEveryField) {
+  TempDir trial;
+  ASSERT_TRUE(StopSignal::Raise(nullptr, trial.path(), Request("ExplodingTensor", 12)).ok());
+  auto r = StopSignal(trial.path()).Read();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->pid, static_cast<int64_t>(::getpid()));
+  EXPECT_FALSE(r->host.empty());
+  auto again = StopRequestFromJson(StopRequestToJson(*r));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(StopRequestToJson(*again), StopRequestToJson(*r));
+  EXPECT_EQ(r->ToString(), "ExplodingTensor at step 12: loss is NaN");
+
+  StopRequest smdebug;
+  smdebug.source = "smdebug";
+  smdebug.explanation = "x";
+  EXPECT_EQ(smdebug.ToString(), "an smdebug rule at step ?: x");
 }
 
 TEST(StopSignalTest, HonoursSmdebugEnvironmentVariable) {
@@ -124,6 +166,8 @@ TEST(StopSignalTest, HonoursSmdebugEnvironmentVariable) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->source, "smdebug");
     EXPECT_EQ(r->time_micros, int64_t{1795255200} * 1000000);
+    EXPECT_NE(r->explanation.find("SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE"), std::string::npos);
+    EXPECT_NE(r->explanation.find(signal.smdebug_path()), std::string::npos) << r->explanation;
   }
   // Without the variable, smdebug's file means nothing.
   EXPECT_FALSE(StopSignal(trial.path()).Check());

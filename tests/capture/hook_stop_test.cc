@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <string_view>
 
 #include "actions/test_util.h"
 #include "trainscope/hook.h"
+#include "trainscope/stop_action.h"
 #include "trainscope/stop_signal.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
@@ -162,6 +164,49 @@ TEST(HookStopTest, AnEmptyStopFileStopsEveryRank) {
   EXPECT_TRUE(hook->closed());
   EXPECT_TRUE(hook->stop_reason().rule.empty());
   EXPECT_EQ(hook->stop_reason().step, -1);
+}
+
+// smdebug's convention (docs/formats/stop_signal.md): with SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE set
+// when the hook is made, the file it names (joined to out_dir) stops the training when it appears,
+// as trainscope's own stop file does; made without the variable, the hook ignores that file.
+TEST(HookStopTest, SmdebugsStopFileStopsWhenItAppears) {
+  TempDir tmp;
+  const std::string trial_dir = tmp.path() + "/trial";
+  ::setenv("SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE", "rule_stop", 1);
+  auto hook = MakeHook(Config(trial_dir, nullptr));
+  ::unsetenv("SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE");  // read once, at Create
+  auto deaf = MakeHook(Config(tmp.path() + "/other", nullptr));
+  ASSERT_NE(hook, nullptr);
+  ASSERT_NE(deaf, nullptr);
+  hook->SetMode(Mode::kTrain);
+  for (int64_t s = 0; s < 3; ++s) {
+    ASSERT_TRUE(hook->Step());
+    SaveStep(*hook, s);
+  }
+  // A SageMaker rule job writes the epoch seconds of its request.
+  std::ofstream(trial_dir + "/rule_stop") << "1795255200";
+  ASSERT_TRUE(deaf->Step());
+  std::ofstream(tmp.path() + "/other/rule_stop") << "1795255200";
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(hook->Step());
+  EXPECT_TRUE(deaf->Step()) << "made without the variable: smdebug's file means nothing";
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "trainscope: training stopped on request of an smdebug rule at step ?: "
+                 "smdebug's rule stop file " + trial_dir +
+                 "/rule_stop (named by SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE)\n");
+  EXPECT_TRUE(hook->StopRequested());
+  EXPECT_EQ(hook->stop_reason().source, "smdebug");
+  EXPECT_EQ(hook->stop_reason().time_micros, int64_t{1795255200} * 1000000);
+  EXPECT_TRUE(hook->closed());
+  EXPECT_EQ(hook->step(), 2);  // no step began after the request
+  EXPECT_FALSE(deaf->StopRequested());
+  ASSERT_TRUE(deaf->Close().ok());
+
+  auto trial = Trial::Open(trial_dir);
+  ASSERT_TRUE(trial.ok()) << trial.status().ToString();
+  EXPECT_TRUE((*trial)->training_ended());
+  EXPECT_EQ((*trial)->Steps(), (std::vector<int64_t>{0, 1, 2}));
 }
 
 }  // namespace

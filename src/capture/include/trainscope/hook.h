@@ -35,13 +35,15 @@
 //
 // Stop requests: at every Step() the hook checks whether a rule's StopTraining action (or a
 // person: trainscope_request_stop) asked the training to stop, i.e. whether
-// <out_dir>/rule-output/stop_training.json exists (docs/formats/stop_signal.md). The check is one
-// access(2) through the Env, nothing more while the file is absent; every rank checks, writing or
-// not (a dry-run hook without out_dir has no trial to watch). The first Step() that sees the file
-// reads the reason, Close()s the hook (the step in progress and every saved step reach disk, then
-// the end marker), prints once to stderr, as trainscope.pytorch does and whatever config.quiet
-// says (the training ends early: say why),
-//   trainscope: training stopped on request of <rule> at step <step>: <explanation>
+// <out_dir>/rule-output/stop_training.json exists, or smdebug's file named by
+// SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE when that variable is set at Create
+// (docs/formats/stop_signal.md). The check is StopSignal::Check (stop_signal.h): one access(2)
+// through the Env, two with smdebug's variable, nothing more while no file is there; every rank
+// checks, writing or not (a dry-run hook without out_dir has no trial to watch). The first Step()
+// that sees a file reads the reason (StopSignal::Read), Close()s the hook (the step in progress
+// and every saved step reach disk, then the end marker), prints once to stderr, as
+// trainscope.pytorch does and whatever config.quiet says (the training ends early: say why),
+//   trainscope: training stopped on request of <StopRequest::ToString(), escaped>
 // and returns false; from then on StopRequested() is true and stop_reason() says why. The hook
 // never throws or exits for it: the trainer ends its loop.
 //
@@ -65,6 +67,7 @@
 #include "trainscope/modes.h"
 #include "trainscope/reductions.h"
 #include "trainscope/status.h"
+#include "trainscope/stop_signal.h"
 #include "trainscope/tensor.h"
 
 namespace trainscope {
@@ -93,19 +96,6 @@ struct HookStats {
   // Capture failures reported (the first one printed); write failures count in steps_failed.
   int64_t errors = 0;
   int64_t plans_built = 0;      // cache misses of Plan()
-};
-
-// Why the training was asked to stop: the stop file's content (docs/formats/stop_signal.md).
-// A file that does not parse (e.g. a bare `touch`) still stops training; its explanation then
-// says so.
-struct StopReason {
-  std::string rule;         // the rule that asked; empty for a person
-  int64_t step = -1;        // the global step at which it asked; -1 if not given
-  std::string explanation;  // one line
-
-  // "<rule> at step <step>: <explanation>" ("a person" without a rule, "?" without a step): the
-  // line printed to stderr after "training stopped on request of ".
-  std::string ToString() const;
 };
 
 class Hook {
@@ -191,8 +181,9 @@ class Hook {
 
   // True once a Step() has seen the trial's stop file (the hook is then closed).
   bool StopRequested() const;
-  // Why; an empty StopReason while StopRequested() is false.
-  const StopReason& stop_reason() const;
+  // Why: the stop file's content (StopSignal::Read, stop_signal.h); an empty StopRequest while
+  // StopRequested() is false.
+  const StopRequest& stop_reason() const;
 
   // "worker_<rank>".
   const std::string& worker() const;

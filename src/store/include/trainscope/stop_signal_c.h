@@ -1,5 +1,5 @@
-/* C interface to the stop signal (trainscope/stop_signal.h), for the Python hook (ctypes or the
- * bindings) and any other caller that cannot use C++. docs/formats/stop_signal.md.
+/* C interface to the stop signal (trainscope/stop_signal.h, the store module), for callers that
+ * cannot use C++ (ctypes, other languages). docs/formats/stop_signal.md.
  *
  * Thread safety: every function may be called from any thread; a handle may be shared by threads
  * and must be closed once, after its last use. No function throws or aborts. */

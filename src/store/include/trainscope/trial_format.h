@@ -23,6 +23,9 @@ inline constexpr std::string_view kIndexDir = "index";
 inline constexpr std::string_view kCollectionsDir = "collections";
 inline constexpr std::string_view kCollectionsSubdir = "000000000";
 inline constexpr std::string_view kTensorboardDir = "tensorboard";
+// What rules and actions write: rule-output/<Rule>/ (rule_output.md) and the stop file
+// (stop_signal.md). The one definition of the folder's name.
+inline constexpr std::string_view kRuleOutputDir = "rule-output";
 inline constexpr std::string_view kEndOfJobFile = "training_job_end.ts";
 // "incomplete_<worker>.json" at the trial root: that worker lost steps (trial.md).
 inline constexpr std::string_view kIncompletePrefix = "incomplete_";

@@ -144,7 +144,7 @@ class TorchHook {
 
   // Hook::StopRequested() and Hook::stop_reason(): a Step() saw the trial's stop file.
   bool StopRequested() const;
-  StopReason stop_reason() const;
+  StopRequest stop_reason() const;
 
   HookStats stats() const;
   // Names of the registered parameters ("Net_fc1.weight"), in registration order, and of those
