@@ -1,7 +1,7 @@
 # Installing the C++ library: `cmake --install build [--prefix DIR] [--component trainscope_dev]`
 # puts every module's public headers (src/<module>/include/trainscope/) into include/trainscope/,
 # the static module libraries into the library folder, a CMake package (find_package(trainscope)
-# with targets trainscope::core, ::store, ::capture, ::profiler, ::rules, ::actions and
+# with targets trainscope::core, ::store, ::capture, ::profiler, ::rules, ::actions, ::supervisor and
 # trainscope::trainscope, all of them) and a pkg-config file (trainscope.pc). Only component trainscope_dev; `pip install .` installs the
 # `python` component alone. The LibTorch module is not installed (its header needs LibTorch).
 include(GNUInstallDirs)
@@ -11,7 +11,7 @@ set(TRAINSCOPE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/trainscope")
 
 # Modules in link order (a module before the modules it needs), the order of trainscope.pc's Libs.
 set(_ts_install_modules)
-foreach(m rules actions capture profiler store core)
+foreach(m supervisor rules actions capture profiler store core)
   if(TARGET ts_${m})
     list(APPEND _ts_install_modules ${m})
   endif()

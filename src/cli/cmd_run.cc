@@ -9,23 +9,19 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/rule_spec.h"
@@ -35,11 +31,13 @@
 #include "trainscope/event_log.h"
 #include "trainscope/finding.h"
 #include "trainscope/hook_config.h"
+#include "trainscope/metrics_feed.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
 #include "trainscope/stop_signal.h"
+#include "trainscope/supervisor.h"
 #include "trainscope/system_sampler.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
@@ -212,11 +210,11 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
   j["CollectionConfigurations"] = nlohmann::json::parse(CollectionRequestsToHookJson(merged));
   if (!user_file.empty()) {
     const std::string where = "--hook-config " + user_file;
-    std::ifstream in(user_file);
-    if (!in) return Status::NotFound(where + ": cannot read it: " + std::strerror(errno));
+    auto text = Env::Default()->ReadFile(user_file);
+    if (!text.ok()) return Status::NotFound(where + ": cannot read it: " + text.status().message());
     nlohmann::json user;
     try {
-      user = nlohmann::json::parse(in);
+      user = nlohmann::json::parse(*text);
     } catch (const nlohmann::json::parse_error& e) {
       // nlohmann says "[json.exception.parse_error.101] parse error at line L, column C: ...".
       std::string what = e.what();
@@ -276,42 +274,6 @@ std::string ProfilerConfigJson(const std::string& out, int64_t interval_ms) {
   return j.dump(2) + "\n";
 }
 
-// How a spawned process is placed.
-struct SpawnMode {
-  bool own_group = false;       // in a process group of its own (signals to -pid reach its tree)
-  bool foreground = false;      // and that group becomes the terminal's foreground (stdin)
-  bool die_with_parent = false;  // SIGTERM when trainscope dies (a rule worker has no other use)
-  bool stdout_to_stderr = false;  // its stdout is trainscope's stderr (`run --json`)
-};
-
-// Forks and execs argv with `env_add` added to the environment.
-pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env_add,
-            SpawnMode mode) {
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (mode.die_with_parent) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);  // the parent died before prctl
-  }
-  if (mode.own_group) setpgid(0, 0);
-  if (mode.stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
-  // Also done by the parent (whichever runs first): the training must own the terminal before
-  // it reads from it (pdb, input()), or it is stopped by SIGTTIN.
-  if (mode.foreground) tcsetpgrp(STDIN_FILENO, getpid());
-  signal(SIGTTOU, SIG_DFL);  // the supervisor ignores it; exec keeps ignored signals ignored
-  sigset_t none;
-  sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &none, nullptr);
-  for (const auto& e : env_add) putenv(const_cast<char*>(e.c_str()));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  std::fprintf(stderr, "trainscope run: cannot start '%s': %s\n", args[0], std::strerror(errno));
-  _exit(127);
-}
-
 std::string SelfExe() {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -363,13 +325,12 @@ class LiveView {
   std::map<std::string, std::string> last_status_;
 };
 
-// How a process ended, in words: "exited with code 1", "was killed by signal 9 (Killed)".
-std::string DescribeWaitStatus(int ws) {
-  if (WIFSIGNALED(ws)) {
-    return "was killed by signal " + std::to_string(WTERMSIG(ws)) + " (" +
-           strsignal(WTERMSIG(ws)) + ")";
-  }
-  return "exited with code " + std::to_string(WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+// The rules' statuses as the metrics feed takes them: by rule, nullopt where unreadable.
+std::map<std::string, std::optional<RuleStatus>> FeedStatuses(
+    const std::vector<RuleStatusView>& rules) {
+  std::map<std::string, std::optional<RuleStatus>> out;
+  for (const auto& r : rules) out[r.rule] = RuleStatusFromName(r.status);
+  return out;
 }
 
 // A rule worker that ended without a final status of its own (killed, crashed, or stuck past
@@ -406,129 +367,6 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   }
   std::fprintf(stderr, "trainscope: rule %s: its worker %s; status Error\n", rule.c_str(),
                what.c_str());
-}
-
-// What the Prometheus endpoint shows under `run` besides the rules' statuses: each finding as
-// the rules append it to events.jsonl, each action outcome as the rule workers log it to
-// events.log.jsonl, and the training's last step and loss from the trial.
-class MetricsFeed {
- public:
-  MetricsFeed(PrometheusExporter* metrics, std::string trial)
-      : metrics_(metrics), trial_path_(std::move(trial)) {}
-
-  void Poll(const std::vector<RuleStatusView>& rules) {
-    for (const auto& r : rules) {
-      ReadNewFindings(r.rule);
-      if (auto st = RuleStatusFromName(r.status)) metrics_->SetRuleStatus(r.rule, *st);
-    }
-    ReadNewActions();
-    FollowTrial();
-  }
-
- private:
-  // The actions run in the rule workers, which log each outcome to the trial's event log.
-  void ReadNewActions() {
-    if (log_broken_) return;
-    const std::string path = EventLog::PathFor(trial_path_);
-    for (;;) {
-      const uint64_t before = log_offset_;
-      std::vector<LoggedEvent> events;
-      Status s = ReadEvents(Env::Default(), path, &log_offset_, &events);
-      if (s.code() == StatusCode::kNotFound) return;  // nothing logged yet
-      if (!s.ok()) {
-        // Its lines are written whole by our workers: a bad one means someone else wrote there.
-        log_broken_ = true;
-        std::fprintf(stderr,
-                     "trainscope run: %s; trainscope_actions_total stops counting (the actions "
-                     "still run)\n",
-                     s.ToString().c_str());
-        return;
-      }
-      for (const LoggedEvent& e : events) {
-        if (e.action) metrics_->RecordAction(*e.action);
-      }
-      if (log_offset_ == before) return;
-    }
-  }
-
-  void ReadNewFindings(const std::string& rule) {
-    namespace fmt = rule_output_format;
-    std::ifstream in(JoinPath(JoinPath(JoinPath(trial_path_, fmt::kRuleOutputDir), rule),
-                              fmt::kEventsFile));
-    if (!in) return;
-    std::streamoff& offset = events_offset_[rule];
-    in.seekg(offset);
-    std::string line;
-    // Only whole lines: one a worker is still appending is read on a later poll.
-    while (std::getline(in, line) && !in.eof()) {
-      offset += static_cast<std::streamoff>(line.size()) + 1;
-      if (auto f = FindingFromJson(line); f.ok()) metrics_->RecordFinding(*f);
-    }
-  }
-
-  void FollowTrial() {
-    if (!trial_) {
-      auto t = Trial::Open(trial_path_);
-      if (!t.ok()) return;  // no collections file yet: the hook has not started
-      trial_ = std::move(*t);
-    }
-    if (!trial_->Refresh().ok()) return;
-    const int64_t last = trial_->last_complete_step();
-    if (last < 0) return;
-    auto mode = trial_->ModeOf(last);
-    metrics_->RecordStep(last, mode.ok() ? std::optional<Mode>(*mode) : std::nullopt);
-    if (last == loss_checked_step_) return;
-    loss_checked_step_ = last;
-    auto names = trial_->TensorNames(Mode::kGlobal, std::nullopt, "", "losses");
-    if (!names.ok() || names->empty()) return;
-    // The newest step of any loss (a training loss and a validation loss share one name).
-    int64_t best_step = -1;
-    std::string best_name;
-    for (const auto& n : *names) {
-      auto steps = trial_->TensorSteps(n);
-      if (steps.ok() && !steps->empty() && steps->back() > best_step) {
-        best_step = steps->back();
-        best_name = n;
-      }
-    }
-    if (best_step < 0 || best_step == loss_step_) return;
-    auto v = trial_->ReductionValue(best_name, best_step, Reduction{ReductionOp::kMean});
-    if (!v.ok()) return;
-    loss_step_ = best_step;
-    metrics_->RecordLoss(*v, best_step);
-  }
-
-  PrometheusExporter* metrics_;
-  std::string trial_path_;
-  std::unique_ptr<Trial> trial_;
-  std::map<std::string, std::streamoff> events_offset_;
-  uint64_t log_offset_ = 0;  // in events.log.jsonl
-  bool log_broken_ = false;
-  int64_t loss_checked_step_ = -1, loss_step_ = -1;
-};
-
-// --rules-timeout ran out: SIGTERM (a worker then ends its rule as Stopped at its next poll),
-// SIGKILL after 5 s for a worker stuck inside a rule; either way its rule is reported.
-template <typename OnStuck>
-void StopWorkers(std::map<pid_t, const RuleSpec*>* workers, double timeout_s, OnStuck on_stuck) {
-  for (auto& [pid, spec] : *workers) kill(pid, SIGTERM);
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (!workers->empty() && Clock::now() < deadline) {
-    for (auto it = workers->begin(); it != workers->end();) {
-      it = waitpid(it->first, nullptr, WNOHANG) == it->first ? workers->erase(it) : std::next(it);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  char what[128];
-  std::snprintf(what, sizeof(what),
-                "did not end within --rules-timeout (%.0f s) and 5 s after SIGTERM; it was killed",
-                timeout_s);
-  for (auto& [pid, spec] : *workers) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    on_stuck(*spec, what);
-  }
-  workers->clear();
 }
 
 // The output folder is owned by one `trainscope run` at a time: an exclusive flock(2) on
@@ -586,9 +424,6 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
   }
   return fd;
 }
-
-std::atomic<int> g_signal{0};
-void OnSignal(int sig) { g_signal = sig; }
 
 int RunRun(RunOptions o) {
   if (o.command.empty()) {
@@ -650,15 +485,9 @@ int RunRun(RunOptions o) {
   }
   (void)env->WriteFileAtomic(profiler_config, ProfilerConfigJson(o.out, o.system_interval_ms), false);
 
-  // Signals: the supervisor forwards SIGINT/SIGTERM to the training's process group.
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   // The training gets the terminal (it may read it: pdb, input(); Ctrl-C goes to it directly),
-  // when trainscope has it. Writing the live view from the background must not stop trainscope.
+  // when trainscope has it.
   const bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  signal(SIGTTOU, SIG_IGN);
 
   std::vector<std::string> env_add = {
       "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
@@ -708,133 +537,117 @@ int RunRun(RunOptions o) {
     for (const auto& s : *specs) std::fprintf(stderr, " %s", s.name.c_str());
     std::fprintf(stderr, "\n");
   }
-  const auto start = Clock::now();
-  pid_t child = Spawn(o.command, env_add,
-                      SpawnMode{.own_group = true, .foreground = foreground,
-                                .stdout_to_stderr = o.json});
-  if (child < 0) {
-    std::fprintf(stderr, "trainscope run: fork failed: %s\n", std::strerror(errno));
-    return kExitFailure;
-  }
-  setpgid(child, child);
-  if (foreground) tcsetpgrp(STDIN_FILENO, child);
-
-  std::unique_ptr<SystemSampler> sampler;
-  if (!o.no_system) {
-    SystemSamplerOptions so;
-    so.interval_millis = o.system_interval_ms;
-    so.root_pid = child;
-    auto s = SystemSampler::Create(env, o.out, so);
-    if (!s.ok()) {
-      std::fprintf(stderr, "trainscope run: system metrics off: %s\n", s.status().message().c_str());
-    } else {
-      sampler = std::move(*s);
-      (void)sampler->Start();
-    }
-  }
-  std::unique_ptr<PrometheusExporter> metrics;
-  std::unique_ptr<MetricsFeed> feed;
-  if (o.metrics_port >= 0) {
-    metrics = std::make_unique<PrometheusExporter>(o.out);
-    auto port = metrics->Serve("127.0.0.1", o.metrics_port);
-    if (port.ok()) {
-      std::fprintf(stderr, "trainscope: metrics at http://127.0.0.1:%d/metrics\n", *port);
-      feed = std::make_unique<MetricsFeed>(metrics.get(), o.out);
-    } else {
-      std::fprintf(stderr, "trainscope run: metrics off: %s\n", port.status().message().c_str());
-      metrics.reset();
-    }
-  }
-
+  // What the supervisor runs: the training, in a process group of its own (signals reach its
+  // tree), and one worker per rule, in groups of their own too (a Ctrl-C meant for the training
+  // must not stop the rules before they have read its last steps), each ended with trainscope.
+  SuperviseOptions so;
+  so.trial = o.out;
+  so.training.argv = o.command;
+  so.training.env_add = env_add;
+  so.training.foreground = foreground;
+  so.training.stdout_to_stderr = o.json;
+  so.stop_grace = std::chrono::duration<double>(o.stop_grace_s);
+  so.workers_timeout = std::chrono::duration<double>(o.rules_timeout_s);
   const std::string self = SelfExe();
-  // Workers in groups of their own: a Ctrl-C meant for the training must not stop the rules
-  // before they have read its last steps.
-  std::map<pid_t, const RuleSpec*> workers;
+  std::map<std::string, const RuleSpec*> spec_of;
   for (const auto& s : *specs) {
     std::vector<std::string> argv = {self, "rule-worker", o.out, "--rule", FormatRuleSpec(s)};
     for (const auto& a : o.actions) {
       argv.push_back("--action");
       argv.push_back(a);
     }
-    workers[Spawn(argv, {},
-                  SpawnMode{.own_group = true, .die_with_parent = true,
-                            .stdout_to_stderr = o.json})] = &s;
+    so.workers[s.name] = ProcessOptions{.argv = std::move(argv),
+                                        .own_group = true,
+                                        .die_with_parent = true,
+                                        .stdout_to_stderr = o.json};
+    spec_of[s.name] = &s;
   }
+
+  std::unique_ptr<SystemSampler> sampler;
+  std::unique_ptr<PrometheusExporter> metrics;
+  std::unique_ptr<MetricsFeed> feed;
+  LiveView view(!o.json && StdoutIsTerminal() && isatty(STDERR_FILENO));
+  auto poll_statuses = [&](double elapsed_s) {
+    auto statuses = ReadRuleStatuses(o.out);
+    if (feed) feed->Poll(FeedStatuses(statuses));
+    if (!o.json) view.Update(statuses, elapsed_s);
+  };
+  SuperviseEvents events;
+  events.on_training_started = [&](pid_t child) {
+    if (!o.no_system) {
+      SystemSamplerOptions sampler_options;
+      sampler_options.interval_millis = o.system_interval_ms;
+      sampler_options.root_pid = child;
+      auto s = SystemSampler::Create(env, o.out, sampler_options);
+      if (!s.ok()) {
+        std::fprintf(stderr, "trainscope run: system metrics off: %s\n",
+                     s.status().message().c_str());
+      } else {
+        sampler = std::move(*s);
+        (void)sampler->Start();
+      }
+    }
+    if (o.metrics_port >= 0) {
+      metrics = std::make_unique<PrometheusExporter>(o.out);
+      auto port = metrics->Serve("127.0.0.1", o.metrics_port);
+      if (port.ok()) {
+        std::fprintf(stderr, "trainscope: metrics at http://127.0.0.1:%d/metrics\n", *port);
+        feed = std::make_unique<MetricsFeed>(metrics.get(), o.out);
+      } else {
+        std::fprintf(stderr, "trainscope run: metrics off: %s\n",
+                     port.status().message().c_str());
+        metrics.reset();
+      }
+    }
+  };
+  events.on_training_ended = [&](int) {
+    if (sampler) sampler->Stop();
+  };
   // A worker's end: anything but "no issues" (0) or "issues found" (3) is a failure unless the
   // worker wrote its own final status.
-  auto reaped = [&](const RuleSpec& spec, int ws) {
+  events.on_worker_ended = [&](const std::string& rule, int ws) {
     if (WIFEXITED(ws) && (WEXITSTATUS(ws) == kExitOk || WEXITSTATUS(ws) == kExitIssuesFound)) {
       return;
     }
-    MarkRuleFailed(env, o.out, spec, DescribeWaitStatus(ws));
+    MarkRuleFailed(env, o.out, *spec_of[rule], DescribeWaitStatus(ws));
   };
+  events.on_worker_not_started = [&](const std::string& rule, const Status& s) {
+    MarkRuleFailed(env, o.out, *spec_of[rule], "could not be started (" + s.message() + ")");
+  };
+  // --rules-timeout ran out: SIGTERM (a worker then ends its rule as Stopped at its next poll),
+  // SIGKILL 5 s later for a worker stuck inside a rule, whose rule is reported.
+  events.on_worker_killed = [&](const std::string& rule) {
+    char what[128];
+    std::snprintf(what, sizeof(what),
+                  "did not end within --rules-timeout (%.0f s) and 5 s after SIGTERM; it was "
+                  "killed",
+                  o.rules_timeout_s);
+    MarkRuleFailed(env, o.out, *spec_of[rule], what);
+  };
+  events.on_stop_requested = [&] {
+    if (metrics) metrics->SetStopRequested(true);
+  };
+  events.on_stop_grace_expired = [&] {
+    std::fprintf(stderr,
+                 "trainscope: the training did not stop by itself within %.0f s; sending "
+                 "SIGTERM\n",
+                 o.stop_grace_s);
+  };
+  events.on_poll = poll_statuses;
 
-  LiveView view(!o.json && StdoutIsTerminal() && isatty(STDERR_FILENO));
-  int child_status = 0;
-  bool child_done = false, stop_seen = false, killed = false;
-  Clock::time_point stop_time{}, child_end{};
-  int forwarded = 0;
-  for (;;) {
-    if (int sig = g_signal.exchange(0)) {
-      ++forwarded;
-      kill(-child, forwarded > 2 ? SIGKILL : sig);
-    }
-    if (!child_done && waitpid(child, &child_status, WNOHANG) == child) {
-      child_done = true;
-      child_end = Clock::now();
-      // The training is over: make the end of the trial visible to the rules, even if the
-      // training crashed before its hook could close.
-      // Without any data (the hook never started), the marker tells the rules at once that
-      // none will come (smdebug's MissingCollectionFiles).
-      if (!env->FileExists(JoinPath(o.out, trial_format::kEndOfJobFile))) {
-        (void)WriteEndOfJob(env, o.out);
-      }
-      if (sampler) sampler->Stop();
-      if (foreground) tcsetpgrp(STDIN_FILENO, getpgrp());
-    }
-    for (auto it = workers.begin(); it != workers.end();) {
-      int ws;
-      if (waitpid(it->first, &ws, WNOHANG) == it->first) {
-        reaped(*it->second, ws);
-        it = workers.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto statuses = ReadRuleStatuses(o.out);
-    if (feed) feed->Poll(statuses);
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!o.json) view.Update(statuses, elapsed);
-    if (!child_done && !stop_seen && StopSignal::Check(o.out)) {
-      stop_seen = true;
-      stop_time = Clock::now();
-      if (metrics) metrics->SetStopRequested(true);
-    }
-    // A hook that never checks the stop signal: stop the training from outside after a grace.
-    if (stop_seen && !child_done && !killed &&
-        Clock::now() - stop_time > std::chrono::duration<double>(o.stop_grace_s)) {
-      std::fprintf(stderr, "trainscope: the training did not stop by itself within %.0f s; "
-                           "sending SIGTERM\n", o.stop_grace_s);
-      kill(-child, SIGTERM);
-      killed = true;
-    }
-    if (child_done && workers.empty()) break;
-    if (child_done && Clock::now() - child_end > std::chrono::duration<double>(o.rules_timeout_s)) {
-      StopWorkers(&workers, o.rules_timeout_s, [&](const RuleSpec& spec, const std::string& what) {
-        MarkRuleFailed(env, o.out, spec, what);
-      });
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  auto run = Supervise(so, events);
+  if (!run.ok()) {
+    std::fprintf(stderr, "trainscope run: %s\n", run.status().message().c_str());
+    return kExitFailure;
   }
-  if (feed) feed->Poll(ReadRuleStatuses(o.out));
+  if (feed) feed->Poll(FeedStatuses(ReadRuleStatuses(o.out)));
   if (metrics) metrics->StopServing();
 
   auto statuses = ReadRuleStatuses(o.out);
   auto stop = ReadStopRequest(o.out);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  int training_code = WIFEXITED(child_status) ? WEXITSTATUS(child_status)
-                                              : 128 + (WIFSIGNALED(child_status) ? WTERMSIG(child_status) : 0);
+  const int training_code = run->training_exit_code;
   int code = kExitOk;
   if (stop) {
     code = kExitStopped;

@@ -1,8 +1,9 @@
 #include "cli/rule_spec.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "trainscope/env.h"
 
 namespace trainscope::cli {
 
@@ -47,11 +48,13 @@ Result<RuleSpec> ParseRuleSpec(const std::string& text) {
 }
 
 Result<std::vector<RuleSpec>> ReadRulesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("rules file " + path + " cannot be read");
+  auto text = Env::Default()->ReadFile(path);
+  if (!text.ok()) {
+    return Status::NotFound("rules file " + path + " cannot be read: " + text.status().message());
+  }
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(*text);
   } catch (const std::exception& e) {
     return Status::InvalidArgument("rules file " + path + " is not valid JSON: " + e.what());
   }

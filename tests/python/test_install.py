@@ -20,7 +20,7 @@ import trainscope
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("TRAINSCOPE_BUILD_DIR", REPO / "build"))
 EXAMPLE = REPO / "examples" / "cpp"
-MODULES = ["core", "store", "capture", "profiler", "rules", "actions"]
+MODULES = ["core", "store", "capture", "profiler", "rules", "actions", "supervisor"]
 CXX = os.environ.get("CXX") or shutil.which("c++") or "c++"
 
 
