@@ -48,28 +48,23 @@ struct RuleFinding {
   json record;
 };
 
-// Epoch microseconds of a finding: timestamp_us / time_us / ts_us, or timestamp / time / wall_time
-// in seconds.
+// A finding's line in events.jsonl (docs/formats/rule_output.md, written by the rules'
+// FindingToJson): its time is `time_us` (epoch microseconds), what was found is `explanation`
+// (a status line without one: its `status`).
 std::optional<int64_t> FindingTime(const json& j) {
-  for (const char* k : {"timestamp_us", "time_us", "ts_us"}) {
-    auto it = j.find(k);
-    if (it == j.end() || !it->is_number()) continue;
-    if (it->is_number_integer()) return it->get<int64_t>();
-    double us = it->get<double>();
-    if (std::isfinite(us) && std::fabs(us) < 9e18) return std::llround(us);
-  }
-  for (const char* k : {"timestamp", "time", "wall_time"}) {
-    if (auto it = j.find(k); it != j.end() && it->is_number()) {
-      double s = it->get<double>();
-      if (std::isfinite(s) && std::fabs(s) < 9e12) return std::llround(s * 1e6);
-    }
-  }
+  auto it = j.find("time_us");
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double us = it->get<double>();
+  if (std::isfinite(us) && std::fabs(us) < 9e18) return std::llround(us);
   return std::nullopt;
 }
 
 std::string FindingMessage(const json& j) {
-  for (const char* k : {"message", "msg", "description", "status", "event"}) {
-    if (auto it = j.find(k); it != j.end() && it->is_string()) return it->get<std::string>();
+  for (const char* k : {"explanation", "status"}) {
+    if (auto it = j.find(k); it != j.end() && it->is_string() && !it->get<std::string>().empty()) {
+      return it->get<std::string>();
+    }
   }
   return "finding";
 }
@@ -255,7 +250,7 @@ class Merger {
       });
       if (skipped > 0) {
         Warn(path + ": " + std::to_string(skipped) +
-             " line(s) without a JSON object holding timestamp_us or timestamp; skipped");
+             " line(s) without a JSON object holding time_us; skipped");
       }
     }
   }

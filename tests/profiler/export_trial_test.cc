@@ -79,8 +79,9 @@ TEST(ExportTrialTest, OurWritersProduceAReadableTrialAndAValidMergedTrace) {
   ASSERT_GT((*tl)->finished_files().size(), 3u);
 
   test_util::WriteAll(dir + "/rule-output/StepOutlier/events.jsonl",
-                      "{\"rule\":\"StepOutlier\",\"timestamp_us\":" + std::to_string(kT0 + 500000) +
-                          ",\"step\":5,\"message\":\"step 5 is an outlier\"}\n");
+                      "{\"kind\":\"finding\",\"rule\":\"StepOutlier\",\"time_us\":" +
+                          std::to_string(kT0 + 500000) +
+                          ",\"step\":5,\"explanation\":\"step 5 is an outlier\"}\n");
 
   auto merged = MergeTimeline(env, dir, dir + "/merged_trace.json");
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();

@@ -35,12 +35,13 @@ class MergeTest : public ::testing::Test {
     test_util::WriteAll(dir_.path() + "/framework/pytorch/detailed_profiling/old.json.gz", "x");
     test_util::WriteAll(
         dir_.path() + "/rule-output/CPUBottleneck/events.jsonl",
-        "{\"rule\":\"CPUBottleneck\",\"timestamp_us\":" + std::to_string(kT0 + 1000000) +
-            ",\"step\":3,\"message\":\"CPU bound at step 3\"}\n"
-            "{\"message\":\"no time\"}\n");
+        "{\"kind\":\"finding\",\"rule\":\"CPUBottleneck\",\"time_us\":" +
+            std::to_string(kT0 + 1000000) +
+            ",\"step\":3,\"status\":\"IssuesFound\",\"explanation\":\"CPU bound at step 3\"}\n"
+            "{\"explanation\":\"no time\"}\n");
     test_util::WriteAll(
         dir_.path() + "/rule-output/LowGPUUtilization/events.jsonl",
-        "{\"timestamp\":" + std::to_string(kT0 / 1000000 + 2) + ".5,\"status\":\"IssuesFound\"}\n");
+        "{\"time_us\":" + std::to_string(kT0 + 2500000) + ",\"status\":\"IssuesFound\"}\n");
   }
   std::string Out() const { return dir_.path() + "/out/merged.json"; }
   json Load() { return json::parse(test_util::ReadAll(Out())); }

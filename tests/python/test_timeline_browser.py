@@ -30,7 +30,6 @@ from trace_viewer_util import (CHROMIUM_ARGS, ViewerServer, find_viewer, load_in
 
 STEPS = 10  # train steps; one eval step follows
 RULE = "Dataloader"
-FINDING = f"{RULE}: IssuesFound"  # the instant's name for the rule's finding
 SYSTEM_PID = 100  # the merged trace's process of system counters
 # A renderer assertion of this Perfetto UI build (v20.1) when it draws some counter tracks; it
 # fires after the import and leaves the trace processor's tables as they are.
@@ -103,6 +102,16 @@ def expected(doc):
     return names, slices, counters, instants, flows
 
 
+def finding_name(doc):
+    """The name of the rule's finding in the merged trace: "<Rule>: <explanation>", the
+    explanation being the one the rule wrote to its events.jsonl (the instant's args)."""
+    [event] = [e for e in doc["traceEvents"] if e.get("cat") == "rule" and e["ph"] == "i"]
+    explanation = event["args"]["explanation"]
+    assert "data loading is the bottleneck" in explanation, explanation
+    assert event["name"] == f"{RULE}: {explanation}"
+    return event["name"]
+
+
 def train_step_pid(names):
     return next(p for p, n in names.items() if n.startswith("Step:ModeKeys.TRAIN ("))
 
@@ -154,7 +163,7 @@ def test_catapult_viewer_shows_the_merged_timeline(browser, viewer, merged, tmp_
     assert all(c["category"] == "system" for c in system["counters"])
     # the rule finding: a global instant (a full-height line) in category "rule"
     assert sorted(i["title"] for i in model["instants"]) == instants
-    finding = [i for i in model["instants"] if i["title"] == FINDING]
+    finding = [i for i in model["instants"] if i["title"] == finding_name(merged[1])]
     assert len(finding) == 1 and finding[0]["category"] == "rule"
     lo, hi = model["bounds_ms"]
     assert lo <= finding[0]["start"] <= hi
@@ -213,7 +222,7 @@ def test_perfetto_imports_the_merged_timeline(perfetto, merged):
     rows = query("select s.name as name, s.category as cat from slice s "
                  "join track t on s.track_id = t.id where t.type = 'track' and s.dur = 0")
     assert sorted(r["name"] for r in rows) == instants
-    assert {"name": FINDING, "cat": "rule"} in rows
+    assert {"name": finding_name(merged[1]), "cat": "rule"} in rows
 
 
 def test_perfetto_reads_the_times_as_written(perfetto, merged):
