@@ -487,14 +487,109 @@ double TensorStats::Value(Reduction r) const {
   return kNaN;
 }
 
-StatsNeeds StatsNeeds::For(const std::vector<Reduction>& reductions) {
-  StatsNeeds n{false, false, false, false, false};
-  for (const Reduction& r : reductions) {
-    if (r.op == ReductionOp::kStd || r.op == ReductionOp::kVariance) (r.abs ? n.abs_m2 : n.m2) = true;
-    if (r.op == ReductionOp::kProd) n.prod = true;
-    if (r.op == ReductionOp::kZeroFraction) n.zeros = true;
-    if (r.abs && (r.op == ReductionOp::kMin || r.op == ReductionOp::kMax)) n.abs_extremes = true;
+namespace {
+
+constexpr std::string_view kStatsFieldNames[kNumStatsFields] = {
+    "count", "nan_count", "inf_count", "zero_count", "min",    "max",      "abs_min", "abs_max",
+    "sum",   "abs_sum",   "sum_sq",    "mean",       "m2",     "abs_mean", "abs_m2",  "prod",
+    "abs_prod"};
+
+}  // namespace
+
+std::string_view StatsFieldName(StatsField f) {
+  const auto i = static_cast<size_t>(f);
+  return i < kNumStatsFields ? kStatsFieldNames[i] : "?";
+}
+
+std::vector<StatsField> StatsFieldSet::ToVector() const {
+  std::vector<StatsField> out;
+  for (size_t i = 0; i < kNumStatsFields; ++i) {
+    const auto f = static_cast<StatsField>(i);
+    if (Has(f)) out.push_back(f);
   }
+  return out;
+}
+
+double TensorStats::Get(StatsField f) const {
+  switch (f) {
+    case StatsField::kCount: return static_cast<double>(count);
+    case StatsField::kNanCount: return static_cast<double>(nan_count);
+    case StatsField::kInfCount: return static_cast<double>(inf_count);
+    case StatsField::kZeroCount: return static_cast<double>(zero_count);
+    case StatsField::kMin: return min;
+    case StatsField::kMax: return max;
+    case StatsField::kAbsMin: return abs_min;
+    case StatsField::kAbsMax: return abs_max;
+    case StatsField::kSum: return sum;
+    case StatsField::kAbsSum: return abs_sum;
+    case StatsField::kSumSq: return sum_sq;
+    case StatsField::kMean: return mean;
+    case StatsField::kM2: return m2;
+    case StatsField::kAbsMean: return abs_mean;
+    case StatsField::kAbsM2: return abs_m2;
+    case StatsField::kProd: return prod;
+    case StatsField::kAbsProd: return abs_prod;
+  }
+  return kNaN;
+}
+
+void TensorStats::Set(StatsField f, double v) {
+  switch (f) {
+    case StatsField::kCount: count = static_cast<int64_t>(v); return;
+    case StatsField::kNanCount: nan_count = static_cast<int64_t>(v); return;
+    case StatsField::kInfCount: inf_count = static_cast<int64_t>(v); return;
+    case StatsField::kZeroCount: zero_count = static_cast<int64_t>(v); return;
+    case StatsField::kMin: min = v; return;
+    case StatsField::kMax: max = v; return;
+    case StatsField::kAbsMin: abs_min = v; return;
+    case StatsField::kAbsMax: abs_max = v; return;
+    case StatsField::kSum: sum = v; return;
+    case StatsField::kAbsSum: abs_sum = v; return;
+    case StatsField::kSumSq: sum_sq = v; return;
+    case StatsField::kMean: mean = v; return;
+    case StatsField::kM2: m2 = v; return;
+    case StatsField::kAbsMean: abs_mean = v; return;
+    case StatsField::kAbsM2: abs_m2 = v; return;
+    case StatsField::kProd: prod = v; return;
+    case StatsField::kAbsProd: abs_prod = v; return;
+  }
+}
+
+StatsFieldSet FieldsRead(Reduction r) {
+  using F = StatsField;
+  const bool a = r.abs;
+  switch (r.op) {
+    case ReductionOp::kMin: return {a ? F::kAbsMin : F::kMin, F::kNanCount};
+    case ReductionOp::kMax: return {a ? F::kAbsMax : F::kMax, F::kNanCount};
+    case ReductionOp::kMean: return {a ? F::kAbsMean : F::kMean};
+    case ReductionOp::kStd:
+    case ReductionOp::kVariance: return {a ? F::kAbsM2 : F::kM2};
+    case ReductionOp::kSum: return {a ? F::kAbsSum : F::kSum};
+    case ReductionOp::kProd: return {a ? F::kAbsProd : F::kProd};
+    case ReductionOp::kL1: return {F::kAbsSum};
+    case ReductionOp::kL2: return {F::kSumSq};
+    case ReductionOp::kNanCount: return {F::kNanCount};
+    case ReductionOp::kInfCount: return {F::kInfCount};
+    case ReductionOp::kZeroFraction: return {F::kZeroCount};
+  }
+  return {};
+}
+
+StatsFieldSet FieldsRead(const std::vector<Reduction>& reductions) {
+  StatsFieldSet s;
+  for (const Reduction& r : reductions) s |= FieldsRead(r);
+  return s;
+}
+
+StatsNeeds StatsNeeds::For(const std::vector<Reduction>& reductions) {
+  using F = StatsField;
+  const StatsFieldSet f = FieldsRead(reductions);
+  StatsNeeds n;
+  n.m2 = f.Has(F::kM2);
+  n.abs_m2 = f.Has(F::kAbsM2);
+  n.prod = f.Has(F::kProd) || f.Has(F::kAbsProd);
+  n.zeros = f.Has(F::kZeroCount);
+  n.abs_extremes = f.Has(F::kAbsMin) || f.Has(F::kAbsMax);
   return n;
 }
 

@@ -309,5 +309,40 @@ TEST(ReductionsTest, NeedsFollowTheReductions) {
   EXPECT_FALSE(c.m2 || c.prod);
 }
 
+
+// FieldsRead is the one table of what each reduction reads: a TensorStats holding only those
+// fields (and count) of a full ComputeStats, every other field poisoned, gives every reduction
+// exactly the value ComputeStats gives; the names follow the TensorStats members.
+TEST(StatsFields, EachReductionReadsOnlyTheFieldsItDeclares) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.5f, 2.0f);
+  std::vector<float> x(257);
+  for (float& v : x) v = d(rng);
+  x[3] = 0;
+  x[9] = 0;
+  TensorView v{DType::kF32, x.data(), {static_cast<int64_t>(x.size())}, {}, {}};
+  auto full = ComputeStats(v);
+  ASSERT_TRUE(full.ok());
+  for (ReductionOp op : kAllReductionOps) {
+    for (bool abs : {false, true}) {
+      const Reduction r{op, abs};
+      const StatsFieldSet read = FieldsRead(r);
+      TensorStats partial;
+      for (size_t i = 0; i < kNumStatsFields; ++i) {
+        const auto f = static_cast<StatsField>(i);
+        partial.Set(f, f == StatsField::kCount || read.Has(f) ? full->Get(f) : 1e30);
+      }
+      const double want = full->Value(r), got = partial.Value(r);
+      EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
+          << ReductionOpName(op) << (abs ? " abs" : "") << ": " << got << " vs " << want;
+    }
+  }
+  EXPECT_EQ(StatsFieldName(StatsField::kCount), "count");
+  EXPECT_EQ(StatsFieldName(StatsField::kAbsProd), "abs_prod");
+  EXPECT_EQ(StatsFieldSet::All().ToVector().size(), kNumStatsFields);
+  EXPECT_TRUE(FieldsRead(Reduction{ReductionOp::kStd, true}).Has(StatsField::kAbsM2));
+  EXPECT_FALSE(FieldsRead(Reduction{ReductionOp::kStd, true}).Has(StatsField::kM2));
+}
+
 }  // namespace
 }  // namespace trainscope

@@ -18,7 +18,9 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +52,14 @@ struct Reduction {
   bool operator==(const Reduction&) const = default;
 };
 
+// Every op, in ReductionOp order.
+inline constexpr ReductionOp kAllReductionOps[] = {
+    ReductionOp::kMin,      ReductionOp::kMax,      ReductionOp::kMean,
+    ReductionOp::kStd,      ReductionOp::kVariance, ReductionOp::kSum,
+    ReductionOp::kProd,     ReductionOp::kL1,       ReductionOp::kL2,
+    ReductionOp::kNanCount, ReductionOp::kInfCount, ReductionOp::kZeroFraction,
+};
+
 // smdebug's names: "min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2", plus
 // "nan_count", "inf_count", "zero_fraction". Norms also parse as "l1_norm", "l2_norm".
 std::string_view ReductionOpName(ReductionOp op);
@@ -66,6 +76,69 @@ struct ParsedReductionName {
 };
 std::optional<ParsedReductionName> ParseReductionTensorName(std::string_view name);
 
+// The fields of TensorStats, in the order in which they cross from any producer of statistics
+// other than ComputeStats (_core.STATS_FIELDS): the on-device paths, TorchTensorStats
+// (trainscope/torch_hook.h) and trainscope.pytorch's _device.py, compute them with torch ops.
+// ComputeStats is the reference they are tested against. Each field's definition, over the
+// flattened tensor x of n elements (complex: |x|; bool: 0 or 1):
+enum class StatsField : uint8_t {
+  kCount,      // n
+  kNanCount,   // how many x are NaN
+  kInfCount,   // how many x are +inf or -inf
+  kZeroCount,  // how many x == 0
+  kMin,        // min x (read only when nan_count == 0 and n > 0)
+  kMax,        // max x (likewise)
+  kAbsMin,     // min |x| (likewise)
+  kAbsMax,     // max |x| (likewise)
+  kSum,        // sum x
+  kAbsSum,     // sum |x|
+  kSumSq,      // sum x^2
+  kMean,       // sum x / n (read only when n > 0)
+  kM2,         // sum (x - mean)^2: n times the population variance
+  kAbsMean,    // sum |x| / n
+  kAbsM2,      // sum (|x| - abs_mean)^2
+  kProd,       // prod x (1 when n == 0)
+  kAbsProd,    // prod |x|
+};
+inline constexpr size_t kNumStatsFields = 17;
+// The field's name, as the TensorStats member: "count", "nan_count", ..., "abs_prod".
+std::string_view StatsFieldName(StatsField f);
+
+// A set of StatsFields. Thread safety: a value type.
+class StatsFieldSet {
+ public:
+  constexpr StatsFieldSet() = default;
+  constexpr StatsFieldSet(std::initializer_list<StatsField> fields) {
+    for (StatsField f : fields) Add(f);
+  }
+  static constexpr StatsFieldSet All() {
+    StatsFieldSet s;
+    s.bits_ = (uint32_t{1} << kNumStatsFields) - 1;
+    return s;
+  }
+  constexpr bool Has(StatsField f) const { return (bits_ >> static_cast<int>(f)) & 1; }
+  constexpr void Add(StatsField f) { bits_ |= uint32_t{1} << static_cast<int>(f); }
+  constexpr StatsFieldSet& operator|=(StatsFieldSet o) {
+    bits_ |= o.bits_;
+    return *this;
+  }
+  constexpr bool operator==(const StatsFieldSet&) const = default;
+  // The fields in StatsField order.
+  std::vector<StatsField> ToVector() const;
+
+ private:
+  uint32_t bits_ = 0;
+};
+
+// The fields TensorStats::Value(r) reads, count aside (every producer knows n without reading
+// the elements, and Value reads it for most reductions): min -> {min, nan_count}, abs_std ->
+// {abs_m2}, l2 -> {sum_sq}, ... A producer that fills these fields (and count) of a TensorStats
+// gets from Value the reductions ComputeStats would give. The one table of what each reduction
+// needs: StatsNeeds::For, the Python bindings (_core.stats_fields_for and the hook's plan) and
+// the on-device paths take it from here.
+StatsFieldSet FieldsRead(Reduction r);
+StatsFieldSet FieldsRead(const std::vector<Reduction>& reductions);
+
 // Everything one pass over a tensor yields.
 struct TensorStats {
   int64_t count = 0;
@@ -81,6 +154,9 @@ struct TensorStats {
   double prod = 1, abs_prod = 1;
 
   double Value(Reduction r) const;
+  // The field `f`; Set stores `v` into it (counts truncated to integers).
+  double Get(StatsField f) const;
+  void Set(StatsField f, double v);
 };
 
 // Which optional parts of TensorStats a caller reads. count, nan_count, inf_count, min, max,
@@ -95,7 +171,7 @@ struct StatsNeeds {
   bool zeros = true;
   bool abs_extremes = true;
   static StatsNeeds All() { return {}; }
-  // Exactly what `reductions` read (TensorStats::Value).
+  // Exactly what `reductions` read (TensorStats::Value): FieldsRead(reductions).
   static StatsNeeds For(const std::vector<Reduction>& reductions);
 };
 
