@@ -7,8 +7,8 @@ A trial's collections come from its collections files (``collections/000000000/
 
 import json
 import os
-import re
 
+from ._native import load as _load_core
 from .exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugValueError
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
@@ -36,6 +36,10 @@ class CollectionKeys:
 
 
 class Collection:
+    """A collection as a value: what collections files hold and smdebug's scripts build
+    (``Collection("relus", include_regex=["relu"])``), compared, copied and pickled by value.
+    trainscope.pytorch.Collection is this class bound to the hook's C++ collection."""
+
     def __init__(
         self,
         name,
@@ -80,8 +84,25 @@ class Collection:
         self._tensor_names.discard(tname)
 
     def matches(self, tname):
-        """True if ``tname`` is listed or matches an include_regex (``re.search`` semantics)."""
-        return tname in self._tensor_names or any(re.search(r, tname) for r in self.include_regex)
+        """True if ``tname`` is listed or an include_regex matches somewhere in it. The regexes
+        are matched by the C++ core (Collection::Matches: ECMAScript, re.search semantics), as
+        the hook matches them, compiled once per list of regexes. SMDebugValueError, with the
+        core's message, for a regex the core cannot compile."""
+        if tname in self.tensor_names:
+            return True
+        key = tuple(self.include_regex)
+        if self.__dict__.get("_matcher_key") != key:
+            matcher = _load_core().Collection(str(self.name))
+            try:
+                matcher.include_regex = [str(r) for r in key]
+            except ValueError as e:
+                raise SMDebugValueError(getattr(e, "message", None) or str(e)) from None
+            self._matcher, self._matcher_key = matcher, key
+        return self._matcher.matches(tname)
+
+    def __getstate__(self):
+        """The values only (pickle, copy): the compiled regexes are rebuilt on first use."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_matcher", "_matcher_key")}
 
     def to_json_dict(self):
         return {

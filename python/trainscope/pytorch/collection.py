@@ -7,7 +7,6 @@ hook until ``hook.add_collection(c)``. Regexes and configs are checked when they
 the C++ core's messages (ValueError).
 """
 
-import json
 import re
 
 from .. import collection as _api
@@ -35,7 +34,11 @@ def _value_error(e):
     return SMDebugValueError(getattr(e, "message", None) or str(e))
 
 
-class Collection:
+class Collection(_api.Collection):
+    """trainscope.collection.Collection bound to a C++ collection (the hook's, once added):
+    every attribute reads and writes the C++ object; serialization, equality and hashing are
+    the base class's."""
+
     def __init__(
         self,
         name,
@@ -180,20 +183,3 @@ class Collection:
             "save_config": self._c.save_config,
             "save_histogram": self.save_histogram,
         }
-
-    def to_json(self):
-        return json.dumps(self.to_json_dict())
-
-    def __eq__(self, other):
-        if not isinstance(other, Collection):
-            return NotImplemented
-        return self.to_json_dict() == other.to_json_dict()
-
-    def __hash__(self):
-        return hash(self.name)
-
-    def __repr__(self):
-        return f"<class Collection: name={self.name}>"
-
-    def __str__(self):
-        return str(self.to_json_dict())
