@@ -1,4 +1,8 @@
-// VanishingGradient (docs/rules/VanishingGradient.md): mean(|g|) of a gradient below threshold.
+// VanishingGradient (docs/rules/VanishingGradient.md): mean(|g|) of a gradient below threshold
+// at kPersistSteps saved steps in a row (a gradient that dips once, as a query projection's does
+// at initialisation, has not vanished).
+// A bias whose gradient is at round-off level beside its layer's weight gradient is cancelled by
+// construction (a bias before a normalisation, an attention key bias under softmax), not judged.
 // A gradient that is exactly zero from the first step it is seen (zero by construction, such as
 // an attention key bias's) is not judged while it stays zero; a sparse gradient (an embedding's,
 // zero for every token not in the batch) is judged on its non-zero part when its zero share is
@@ -8,6 +12,7 @@
 // when most of a layer's outputs are zero.
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "rules/builtin.h"
 
@@ -70,16 +75,36 @@ class VanishingGradient : public BuiltinRule {
       auto zf = data().ReductionValue(name, step, Reduction{ReductionOp::kZeroFraction, false});
       const bool sparse = zf.ok() && *zf > 0 && *zf < 1 && value > 0;
       if (sparse) value = value / (1.0 - *zf);
-      if (value >= threshold_) continue;
+      if (value >= threshold_) {
+        below_.erase(name);
+        continue;
+      }
+      if (CancelledBias(name, step, *abs_mean)) {
+        below_.erase(name);
+        if (cancelled_.size() < kMaxTracked) cancelled_.insert(name);
+        continue;
+      }
+      // Below at kPersistSteps saved steps in a row: the first of them is where it vanished.
+      auto [run, added] = below_.try_emplace(name, BelowRun{step, 0});
+      if (added && below_.size() > kMaxTracked) {
+        below_.erase(run);
+        continue;
+      }
+      if (++run->second.count < kPersistSteps) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
       f.value = value;
       f.threshold = threshold_;
-      f.condition = sparse ? "mean(|gradient|) over its non-zero elements < threshold"
-                           : "mean(|gradient|) < threshold";
+      f.condition = sparse ? "mean(|gradient|) over its non-zero elements < threshold at " +
+                                 std::to_string(kPersistSteps) + " saved steps in a row"
+                           : "mean(|gradient|) < threshold at " + std::to_string(kPersistSteps) +
+                                 " saved steps in a row";
       f.explanation = "mean |gradient| of " + name + (sparse ? " over its non-zero elements" : "") +
-                      " is " + Num(value) + ", below " + Num(threshold_) +
-                      ": the parameters behind it have almost stopped learning";
+                      " is " + Num(value) + ", below " + Num(threshold_) + " since step " +
+                      std::to_string(run->second.since) + " (" +
+                      std::to_string(run->second.count) +
+                      " saved steps in a row): the parameters behind it have almost stopped "
+                      "learning";
       f.recommendation = Advice(step);
       v.Add(std::move(f));
     }
@@ -105,6 +130,12 @@ class VanishingGradient : public BuiltinRule {
             " gradient(s) exactly zero at every step since their first (zero by construction, "
             "e.g. an attention key bias; not judged): " + list(structural_);
     }
+    if (!cancelled_.empty()) {
+      out += (out.empty() ? "" : "; ") + std::to_string(cancelled_.size()) +
+             " bias gradient(s) at round-off level beside their layer's weight gradient (the "
+             "layer's output does not depend on the bias: a bias before a normalisation, or an "
+             "attention key bias under softmax; not judged): " + list(cancelled_);
+    }
     if (!behind_dead_relus_.empty()) {
       out += (out.empty() ? "" : "; ") + std::to_string(behind_dead_relus_.size()) +
              " gradient(s) became exactly zero behind ReLUs that died (DeadRelu reports the "
@@ -124,6 +155,25 @@ class VanishingGradient : public BuiltinRule {
 
  private:
   static constexpr size_t kMaxTracked = 4096;
+  // Saved steps in a row below threshold before a finding.
+  static constexpr int kPersistSteps = 2;
+  // A bias gradient below this share of its weight's mean |gradient| is round-off of a sum that
+  // cancels exactly (float32 rounding leaves ~1e-7 of the terms; genuinely vanishing layers have
+  // bias and weight gradients of one order).
+  static constexpr double kRoundOffShare = 1e-4;
+
+  // True when `name` is a bias ("<layer>.bias") whose mean |gradient| `bias_abs_mean` is below
+  // kRoundOffShare of its layer's weight gradient ("<layer>.weight") at `step`.
+  bool CancelledBias(const std::string& name, int64_t step, double bias_abs_mean) {
+    constexpr std::string_view kBias = "bias";
+    if (name.size() <= kBias.size() ||
+        name.compare(name.size() - kBias.size(), kBias.size(), kBias) != 0) {
+      return false;
+    }
+    const std::string weight = name.substr(0, name.size() - kBias.size()) + "weight";
+    auto w = data().ReductionValue(weight, step, Reduction{ReductionOp::kMean, true});
+    return w.ok() && std::isfinite(*w) && *w > 0 && bias_abs_mean < kRoundOffShare * *w;
+  }
   // A ReLU layer with at least this share of zero outputs is dead (DeadRelu's default).
   static constexpr double kDeadZeroFraction = 0.9;
 
@@ -169,6 +219,12 @@ class VanishingGradient : public BuiltinRule {
   std::set<std::string> seen_;        // gradients seen (bounded)
   std::set<std::string> structural_;  // exactly zero since first seen
   std::set<std::string> behind_dead_relus_;  // became exactly zero in a ReLU model
+  std::set<std::string> cancelled_;          // biases at round-off beside their weight
+  struct BelowRun {
+    int64_t since;  // first step of the run below threshold
+    int count;      // saved steps in it
+  };
+  std::map<std::string, BelowRun> below_;  // gradients below threshold at their last saved step
   bool relu_model_ = false;
 };
 

@@ -4,8 +4,9 @@ none of them mentions trainscope) under the real `trainscope run --rules default
 For each: the training ends well, every tensor rule of the default set evaluates real data (no
 Error, steps evaluated), and the trial holds what the rules read, with smdebug's names, one
 trial step per optimizer step (per iteration with two optimizers). One planted problem (an
-absurd learning rate) is caught by ExplodingTensor. Hugging Face's Trainer and Lightning are not
-installed here (requirements.lock), so they have no test.
+absurd learning rate) is caught by ExplodingTensor. The frameworks that drive the loop
+themselves (Hugging Face's Trainer through accelerate, Lightning with its optimizer closure) are
+healthy trainings: no tensor rule may find anything in them.
 """
 
 import json
@@ -192,6 +193,61 @@ def test_ddp_two_ranks_gloo(tmp_path):
     assert {"Sequential_0.weight", "gradient/Sequential_0.weight",
             "CrossEntropyLoss_output_0"} <= names, sorted(names)
     assert not [n for n in names if "module." in n]
+
+
+def assert_no_finding(p, trial):
+    got = assert_rules_evaluated(p, trial)
+    for rule, s in got.items():
+        assert s["status"] == "NoIssuesFound", (rule, s)
+
+
+def test_hugging_face_trainer(tmp_path):
+    """Trainer steps accelerate's AcceleratedOptimizer, which wraps the real optimizer: one
+    trial step per optimizer step (2 micro-batches each), its evaluations as EVAL steps."""
+    pytest.importorskip("transformers")
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("hf_trainer.py", "--steps", "40", "--out",
+                                        str(tmp_path / "hf")))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 40, SAVE_INTERVAL)), t.steps()
+    assert t.steps(mode=modes.EVAL), t.steps()
+    names = set(t.tensor_names())
+    prefix = "BertForSequenceClassification_"
+    assert {prefix + "classifier.weight", "gradient/" + prefix + "classifier.weight",
+            prefix + "bert.embeddings.word_embeddings.weight"} <= names, sorted(names)[:20]
+    # The loss the Trainer calls backward() on (the model computes it: no loss module).
+    assert t.tensor_names(collection="losses"), sorted(names)[:20]
+    # The attention key biases (gradient at float32 round-off: softmax cancels them) are named
+    # in VanishingGradient's status, not reported.
+    vg = statuses(path)["VanishingGradient"]
+    assert "key.bias" in vg["message"], vg
+
+
+def test_lightning_closure(tmp_path):
+    """Lightning runs forward and backward inside optimizer.step(closure): the gradients are
+    saved once the closure has run, one trial step per optimizer step (2 batches each)."""
+    pytest.importorskip("pytorch_lightning")
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("lightning_module.py", "--steps", "30", "--out",
+                                        str(tmp_path / "pl")))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL)), t.steps()
+    assert t.steps(mode=modes.EVAL), t.steps()  # its validation loop
+    names = set(t.tensor_names())
+    assert {"Classifier_body.0.weight", "gradient/Classifier_body.0.weight",
+            "gradient/Classifier_body.2.bias"} <= names, sorted(names)
+    g = t.tensor("gradient/Classifier_body.0.weight")
+    step = train_steps(t)[1]
+    assert (g.value(step, mode=modes.TRAIN) != 0).any()
+    # One backward() per accumulated batch, inside the closure.
+    assert {"loss_output_0", "loss_output_1"} <= set(t.tensor_names(collection="losses"))
+    assert t.tensor_names(collection="relu_output"), "DeadRelu's ReLU outputs"
 
 
 def test_run_sets_the_switch_and_the_boot_folder(tmp_path):

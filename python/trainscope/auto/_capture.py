@@ -55,6 +55,17 @@ def start():
     return _session
 
 
+def _closure_of(args, kwargs):
+    """The closure an optimizer step was given, and where ("kwargs", or "args": args[1], after
+    the optimizer itself, as PyTorch passes them to step hooks), or (None, None)."""
+    closure = kwargs.get("closure")
+    if callable(closure):
+        return closure, "kwargs"
+    if len(args) > 1 and callable(args[1]):
+        return args[1], "args"
+    return None, None
+
+
 def _no_gradient_hook(grad):
     return None
 
@@ -122,6 +133,7 @@ class AutoSession:
         self._grad_names = {}  # id(parameter) -> tensor name
         self._loss_modules = weakref.WeakSet()
         self._loss_outputs = {}  # id(tensor) -> weakref, outputs of loss modules this step
+        self._loss_nodes = {}  # id(grad_fn) -> grad_fn of those outputs, this step
         self._scaled = {}  # id(scaled loss) -> (weakref, unscaled loss)
         self._said = False
 
@@ -237,7 +249,7 @@ class AutoSession:
             if not isinstance(t, torch.Tensor) or t.numel() != 1:
                 continue
             ref = self._loss_outputs.get(id(t))
-            if ref is not None and ref() is t:
+            if ref is not None and ref() is t or self._scaled_loss_output(t):
                 continue  # a loss module's output: saved under its class name already
             scaled = self._scaled.get(id(t))
             if scaled is not None and scaled[0]() is t:
@@ -252,6 +264,26 @@ class AutoSession:
     def _loss_forward(self, module, inputs, output):
         if self.hook is not None and self.hook._saving and isinstance(output, torch.Tensor):
             self._loss_outputs[id(output)] = weakref.ref(output)
+            if output.grad_fn is not None:
+                self._loss_nodes[id(output.grad_fn)] = output.grad_fn
+
+    MAX_LOSS_HOPS = 4
+
+    def _scaled_loss_output(self, t):
+        """True when `t` is a loss module's output passed through a few one-input operations
+        (Lightning's closure divides the loss by the accumulation count before backward(); a
+        user scales it for accumulation): the loss module's output stands for it."""
+        nodes, node = self._loss_nodes, t.grad_fn
+        for _ in range(self.MAX_LOSS_HOPS):
+            if node is None or not nodes:
+                return False
+            if nodes.get(id(node)) is node:
+                return True
+            inputs = [n for n, _ in node.next_functions if n is not None]
+            if len(inputs) != 1:
+                return False
+            node = inputs[0]
+        return False
 
     def _optimizer_pre(self, optimizer, args, kwargs):
         if self.off:
@@ -270,10 +302,36 @@ class AutoSession:
                     self._pending = True
                 self._train_activity()
             if self.hook._saving:
-                self._save_gradients(optimizer)
+                closure, where = _closure_of(args, kwargs)
+                if closure is None:
+                    self._save_gradients(optimizer)
+                else:
+                    # The closure (Lightning's, LBFGS's) runs forward and backward inside the
+                    # step: the gradients applied exist once it has run.
+                    return self._with_closure(optimizer, closure, where, args, kwargs)
         except Exception as e:
             self._fail(e, "optimizer step")
         return None
+
+    def _with_closure(self, optimizer, closure, where, args, kwargs):
+        """(args, kwargs) for the step with `closure` wrapped to save the gradients after its
+        first call (LBFGS calls it again: the first gradient is the one the step starts from)."""
+        session, done = self, []
+
+        def closure_then_save(*a, **k):
+            result = closure(*a, **k)
+            if not done:
+                done.append(True)
+                try:
+                    if session.hook._saving and not session.off:
+                        session._save_gradients(optimizer)
+                except Exception as e:
+                    session._fail(e, "optimizer step")
+            return result
+
+        if where == "kwargs":
+            return args, {**kwargs, "closure": closure_then_save}
+        return (args[0], closure_then_save, *args[2:]), kwargs
 
     def _optimizer_post(self, optimizer, args, kwargs):
         if self.off or self.hook is None:
@@ -318,6 +376,7 @@ class AutoSession:
         self._pending = False
         if self._loss_outputs:
             self._loss_outputs.clear()
+            self._loss_nodes.clear()
         if self._scaled:
             self._scaled.clear()
         self.hook.step()  # TrainingStopped (a stop action) goes through, on purpose
@@ -369,7 +428,8 @@ class AutoSession:
                             in_optimizer_hook=True)
             return False
         self.hook = hook
-        self._guess = {id(o) for o in _discover.live_objects(torch.optim.Optimizer)}
+        self._guess = {id(o) for o in _discover.stepping_optimizers(
+            _discover.live_objects(torch.optim.Optimizer))}
         self._add_optimizer(optimizer)
         if not self.roots:
             self._say("no module owns the parameters the optimizer steps: only losses are saved")

@@ -34,6 +34,22 @@ def live_objects(kind):
     return [o for o in gc.get_objects() if issubclass(type(o), kind)]
 
 
+def stepping_optimizers(optimizers):
+    """`optimizers` less the wrappers around another of them (accelerate's AcceleratedOptimizer,
+    which Hugging Face's Trainer steps, holds the real optimizer in an attribute and is an
+    Optimizer that skips Optimizer.__init__): a wrapper steps through the optimizer it holds,
+    which is the one PyTorch's global optimizer hooks see step. Waiting for the wrapper to step
+    as well would merge two training steps into one."""
+    ids = {id(o) for o in optimizers}
+    wrappers = set()
+    for o in optimizers:
+        for value in getattr(o, "__dict__", {}).values():
+            if value is not o and id(value) in ids:
+                wrappers.add(id(o))
+                break
+    return [o for o in optimizers if id(o) not in wrappers]
+
+
 def optimizer_params(optimizer):
     """The parameters `optimizer` steps, in its order, each once."""
     seen, out = set(), []
