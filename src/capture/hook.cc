@@ -8,7 +8,7 @@
 
 #include "capture/planner.h"
 #include "capture/workers.h"
-#include "core/terminal_escape.h"
+#include "trainscope/terminal_escape.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"

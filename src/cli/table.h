@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/terminal_escape.h"
+#include "trainscope/terminal_escape.h"
 
 namespace trainscope::cli {
 

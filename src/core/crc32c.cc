@@ -1,6 +1,6 @@
 #include "trainscope/crc32c.h"
 
-#include "core/helper_pool.h"
+#include "trainscope/helper_pool.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "core/helper_pool.h"
+#include "trainscope/helper_pool.h"
 
 #include <unistd.h>
 

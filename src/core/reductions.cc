@@ -1,6 +1,6 @@
 #include "trainscope/reductions.h"
 
-#include "core/helper_pool.h"
+#include "trainscope/helper_pool.h"
 
 #include <algorithm>
 #include <cmath>

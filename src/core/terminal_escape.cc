@@ -1,5 +1,5 @@
 // EscapeForTerminal (terminal_escape.h).
-#include "core/terminal_escape.h"
+#include "trainscope/terminal_escape.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/helper_pool.h"
+#include "trainscope/helper_pool.h"
 #include "store/index_file.h"
 #include "store/step_buffer.h"
 #include "trainscope/trial_format.h"

@@ -1,5 +1,5 @@
 // EscapeForTerminal (core/terminal_escape.h): what the CLI and the hook print of trial data.
-#include "core/terminal_escape.h"
+#include "trainscope/terminal_escape.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,8 @@ from profiler_util import trainscope_cli
 from test_cli_run import TINY_TRAINING, _env
 
 CLI = trainscope_cli()
-pytestmark = pytest.mark.skipif(CLI is None, reason="no trainscope command: build it or pip install .")
+pytestmark = pytest.mark.skipif(CLI is None,
+                                reason="no trainscope command: build it or pip install .")
 
 
 def test_the_merged_timeline_shows_each_findings_explanation(tmp_path):

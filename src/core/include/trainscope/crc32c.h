@@ -21,7 +21,7 @@ inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
 // cache; a fence at the end makes the bytes visible to other threads as usual); smaller ones go
 // block by block, each block's CRC read back from cache right after it is copied. Copies of
 // 2 MiB and more go in 1 MiB pieces over the helper threads too (TRAINSCOPE_THREADS, see
-// src/core/helper_pool.h), their CRCs joined with Combine.
+// trainscope/helper_pool.h), their CRCs joined with Combine.
 uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n);
 
 // The CRC of A followed by B from crc1 = Value(A), crc2 = Value(B) and len2 = |B|.
