@@ -283,6 +283,43 @@ def check_healthy_transformer_warmup(r, s):
     assert s["eval_passes"][-1]["accuracy"] >= 0.9, s["eval_passes"][-1]
 
 
+def check_healthy_conv_autoencoder_sigmoid(r, s):
+    assert s["first_nonfinite_step"] is None
+    val = [p["val_loss"] for p in s["eval_passes"]]
+    assert len(val) >= 4 and all(b < a for a, b in zip(val, val[1:])), val
+    assert s["train_loss_last"] < s["train_loss_first"] / 2, s
+
+
+def check_healthy_gru_sequence_classifier(r, s):
+    assert s["first_nonfinite_step"] is None
+    assert s["eval_passes"][-1]["accuracy"] > 0.85, s["eval_passes"][-1]
+    assert s["train_loss_last"] < s["train_loss_first"] / 2, s
+
+
+def check_exploding_relu_rnn_no_clipping(r, s):
+    assert s["first_nonfinite_step"] is not None and s["first_nonfinite_step"] < 10, s
+
+
+def check_labels_shuffled_separately(r, s):
+    tl = _train_losses(r)
+    assert sum(tl[-10:]) / 10 > 2.1, tl[-10:]
+    assert s["eval_passes"][-1]["accuracy"] < 0.25, s["eval_passes"][-1]
+
+
+def check_lr_far_too_low(r, s):
+    tl = _train_losses(r)
+    first, last = sum(tl[:10]) / 10, sum(tl[-10:]) / 10
+    assert abs(last - first) < 0.05 * first, (first, last)
+    assert max(s["update_ratio_max"].values()) < 1e-4, s["update_ratio_max"]
+
+
+def check_optimizer_on_stale_copy(r, s):
+    assert max(s["update_ratio_max"].values()) == 0.0, s["update_ratio_max"]
+    tl = _train_losses(r)
+    first, last = sum(tl[:10]) / 10, sum(tl[-10:]) / 10
+    assert abs(last - first) < 0.1 * first, (first, last)
+
+
 CHECKS = {name[len("check_"):] + ".py": fn for name, fn in globals().items()
           if name.startswith("check_")}
 

@@ -425,7 +425,11 @@ def test_expected_rule_fires_in_time(runs, program, rule, request):
                    "trainscope.rules.invoke_rule only asks rules when a step arrives (this "
                    "program also runs under `trainscope run`, where it must fire)",
             strict=False))
-    _check_fires(runs[program], rule, ENTRIES[program]["expect"][rule]["max_step"])
+    exp = ENTRIES[program]["expect"][rule]
+    if exp.get("known_miss"):
+        request.applymarker(pytest.mark.xfail(reason="known miss: " + exp["known_miss"],
+                                              strict=False))
+    _check_fires(runs[program], rule, exp["max_step"])
 
 
 _HEALTHY = [(p, rule) for p, e in sorted(ENTRIES.items()) if e["healthy"]
