@@ -144,7 +144,7 @@ size_t ReadMessage(char* buffer, size_t size, size_t nitems, void* userp) {
 std::string EmailNotifier::FormatMessage(const EmailOptions& options, const Finding& f,
                                          int64_t now_micros) {
   static std::atomic<uint64_t> counter{0};
-  const std::string host = actions_internal::HostName();
+  const std::string host = HostName();
   std::string to;
   for (const auto& addr : options.to) {
     if (!to.empty()) to += ", ";
@@ -264,7 +264,7 @@ Result<std::unique_ptr<EmailNotifier>> EmailNotifier::Create(EmailOptions option
                                      "\" is not an address like name@example.com");
     }
   }
-  if (options.from.empty()) options.from = "trainscope@" + actions_internal::HostName();
+  if (options.from.empty()) options.from = "trainscope@" + HostName();
   if (!ValidAddress(options.from)) {
     return Status::InvalidArgument("email: sender \"" + options.from +
                                    "\" is not an address like name@example.com");

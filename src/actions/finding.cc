@@ -61,23 +61,6 @@ Finding Finding::StatusChange(std::string rule, RuleStatus status, std::string e
   return f;
 }
 
-std::string FormatTimeUtc(int64_t time_micros) {
-  int64_t secs = time_micros / 1000000;
-  int64_t micros = time_micros % 1000000;
-  if (micros < 0) {
-    micros += 1000000;
-    secs -= 1;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm_utc;
-  gmtime_r(&t, &tm_utc);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm_utc.tm_year + 1900,
-                tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour, tm_utc.tm_min, tm_utc.tm_sec,
-                static_cast<long long>(micros));
-  return buf;
-}
-
 std::string FindingToJson(const Finding& finding) {
   return actions_internal::FindingToJsonObject(finding).dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -140,12 +123,6 @@ std::string FormatNumber(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
-
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
   return buf;
 }
 

@@ -19,7 +19,6 @@ std::optional<double> DoubleFromJson(const nlohmann::json& v);
 // "%.6g" of v, with "NaN"/"inf"/"-inf" spelled out.
 std::string FormatNumber(double v);
 
-// Local host name, or "localhost" when it cannot be read.
-std::string HostName();
+// HostName: trainscope/time_format.h (core).
 
 }  // namespace trainscope::actions_internal

@@ -24,23 +24,6 @@ std::optional<double> DoubleFromJson(const nlohmann::json& v) {
   return std::nullopt;
 }
 
-std::string FormatTimeUtc(int64_t time_micros) {
-  int64_t secs = time_micros / 1000000;
-  int64_t micros = time_micros % 1000000;
-  if (micros < 0) {
-    micros += 1000000;
-    secs -= 1;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm_utc;
-  gmtime_r(&t, &tm_utc);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm_utc.tm_year + 1900,
-                tm_utc.tm_mon + 1, tm_utc.tm_mday, tm_utc.tm_hour, tm_utc.tm_min, tm_utc.tm_sec,
-                static_cast<long long>(micros));
-  return buf;
-}
-
 std::string Num(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

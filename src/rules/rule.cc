@@ -62,7 +62,7 @@ std::string RuleFindingToJson(const RuleFinding& f) {
   if (f.stop_training) j["stop_training"] = true;
   if (f.time_micros != 0) {
     j["time_us"] = f.time_micros;
-    j["time"] = rules_internal::FormatTimeUtc(f.time_micros);
+    j["time"] = FormatTimeUtc(f.time_micros);
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

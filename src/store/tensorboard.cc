@@ -7,6 +7,7 @@
 
 #include "store/event_codec.h"
 #include "store/record_io.h"
+#include "trainscope/time_format.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
@@ -21,10 +22,9 @@ namespace {
 
 constexpr std::string_view kFileVersion = "brain.Event:2";
 
-std::string HostName() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
-  std::string h(buf);
+// The host name as a file name part ('/' is not allowed in one).
+std::string HostNameForFile() {
+  std::string h = HostName();
   for (char& c : h) {
     if (c == '/') c = '_';
   }
@@ -65,7 +65,7 @@ Result<TensorBoardWriter::File*> TensorBoardWriter::FileFor(Mode mode) {
   const std::string folder = JoinPath(dir_, ModeName(mode));
   TS_RETURN_IF_ERROR(env_->CreateDirs(folder).WithContext("creating TensorBoard folder"));
   const uint64_t now_s = env_->NowMicros() / 1000000;
-  const std::string name = "events.out.tfevents." + std::to_string(now_s) + "." + HostName() +
+  const std::string name = "events.out.tfevents." + std::to_string(now_s) + "." + HostNameForFile() +
                            "." + std::to_string(::getpid()) + ".trainscope";
   auto f = std::make_unique<File>();
   f->path = JoinPath(folder, name);

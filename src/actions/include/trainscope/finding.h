@@ -13,6 +13,7 @@
 
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
+#include "trainscope/time_format.h"  // FormatTimeUtc, for the users of findings
 
 namespace trainscope {
 
@@ -71,7 +72,6 @@ Result<Finding> FindingFromJson(std::string_view json);
 // threshold 1e-07. <explanation>"
 std::string FindingSummary(const Finding& finding);
 
-// "2026-11-21T10:00:00.123456Z" (UTC) for a time in microseconds since the epoch.
-std::string FormatTimeUtc(int64_t time_micros);
+// FormatTimeUtc, the trial's UTC time stamps: trainscope/time_format.h (core).
 
 }  // namespace trainscope
