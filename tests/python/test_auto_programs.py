@@ -276,3 +276,37 @@ def test_run_sets_the_switch_and_the_boot_folder(tmp_path):
         assert first.parent.name == "auto" and first.name == "boot", line
         if cli == CLI:
             assert os.path.samefile(first, trainscope.auto.BOOT_DIR)
+
+
+def test_manual_parameter_updates_without_an_optimizer(tmp_path):
+    """pytorch/examples' word language model by default: no torch.optim, each parameter updated
+    by hand. The hook is made at the second backward(); the model is what backward() reaches;
+    each backward() is a training step, the evaluation passes EVAL steps."""
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("manual_update_lm.py", "--steps", "40"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "no torch.optim optimizer" in p.stderr, p.stderr[-3000:]
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    # The first iteration ran before the hook was made: 39 training steps, every 5th saved.
+    assert train_steps(t) == list(range(0, 39, SAVE_INTERVAL)), t.steps()
+    assert t.steps(mode=modes.EVAL), t.steps()
+    names = set(t.tensor_names())
+    assert {"RNNModel_encoder.weight", "RNNModel_rnn.weight_hh_l0", "RNNModel_decoder.weight",
+            "gradient/RNNModel_rnn.weight_hh_l0", "gradient/RNNModel_decoder.bias",
+            "NLLLoss_output_0"} <= names, sorted(names)
+    g = t.tensor("gradient/RNNModel_decoder.weight")
+    assert g.steps(mode=modes.TRAIN) == train_steps(t)
+    w = t.tensor("RNNModel_decoder.weight")
+    # The hand-made updates move the weights between saved steps.
+    assert (w.value(0, mode=modes.TRAIN) != w.value(35, mode=modes.TRAIN)).any()
+    loss = t.tensor("NLLLoss_output_0")
+    assert float(loss.value(35, mode=modes.TRAIN)) < float(loss.value(5, mode=modes.TRAIN))
+
+
+def test_manual_updates_planted_explosion_is_caught(tmp_path):
+    p, path = run_auto(tmp_path, python("manual_update_lm.py", "--steps", "30", "--lr", "1e38"))
+    got = statuses(path)
+    assert got["ExplodingTensor"]["status"] == "IssuesFound", (got["ExplodingTensor"],
+                                                               p.stderr[-2000:])

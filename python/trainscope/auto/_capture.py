@@ -11,6 +11,12 @@ Installed once per process (``start()``), right after ``import torch``:
   ``GradScaler.scale`` to see the loss before scaling);
 - a forward pre-hook on each model found tells training forward passes from evaluation ones.
 
+Without torch.optim (parameters updated by hand, ``p.data.add_(p.grad, alpha=-lr)``, as
+pytorch/examples' word language model does by default): at the second backward() with no
+optimizer alive in the process, the hook is made there, the models are the modules owning the
+parameters that backward() reaches (its autograd graph's leaves), the gradients are saved when
+each backward() returns, and a training step ends at each backward().
+
 Step boundaries. A training step ends when every optimizer of the training has stepped once
 (learnt: at first every optimizer alive at the first step; an optimizer stepping twice before
 that shows the real set). The next step starts lazily, at the next sign of training (a training
@@ -136,6 +142,8 @@ class AutoSession:
         self._loss_nodes = {}  # id(grad_fn) -> grad_fn of those outputs, this step
         self._scaled = {}  # id(scaled loss) -> (weakref, unscaled loss)
         self._said = False
+        self._backwards = 0  # backward() calls before the hook was made
+        self._manual = None  # without an optimizer: [(gradient name, parameter)] once made
 
     # ---- installation ------------------------------------------------------------------------
 
@@ -197,9 +205,12 @@ class AutoSession:
             local = session._local
             local.inside = True
             try:
-                return original(self, *args, **kwargs)
+                result = original(self, *args, **kwargs)
             finally:
                 local.inside = False
+            if session._manual is not None:
+                session._after_backward()
+            return result
 
         return backward
 
@@ -207,10 +218,14 @@ class AutoSession:
         session = self
 
         def backward(tensors, *args, **kwargs):
-            if not session.off and not getattr(session._local, "inside", False):
-                session._on_backward(
-                    (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
-            return original(tensors, *args, **kwargs)
+            if session.off or getattr(session._local, "inside", False):
+                return original(tensors, *args, **kwargs)
+            session._on_backward(
+                (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
+            result = original(tensors, *args, **kwargs)
+            if session._manual is not None:
+                session._after_backward()
+            return result
 
         return backward
 
@@ -233,13 +248,32 @@ class AutoSession:
     def _on_backward(self, tensors):
         try:
             hook = self.hook
+            first_manual = False
             if hook is None:
-                if len(self._early_losses) < self.MAX_EARLY_LOSSES:
-                    self._early_losses.extend(self._losses_of(tensors))
-                return
+                self._backwards += 1
+                if self._backwards == 2 and self._setup_manual(tensors):
+                    hook, first_manual = self.hook, True
+                else:
+                    if len(self._early_losses) < self.MAX_EARLY_LOSSES:
+                        self._early_losses.extend(self._losses_of(tensors))
+                    return
             self._train_activity()
-            if hook._saving:
+            # The first manual step: its loss module's forward ran before it was hooked, so with
+            # loss modules it has no loss rather than a name the later steps do not use.
+            if hook._saving and not (first_manual and self._loss_modules):
                 self._save_losses(self._losses_of(tensors))
+        except Exception as e:
+            self._fail(e, "backward")
+
+    def _after_backward(self):
+        """Without an optimizer: the gradients backward() left, on saving steps; the step
+        ends (the next sign of training starts the next one)."""
+        if self.off or self.hook is None:
+            return
+        try:
+            if self.hook._saving:
+                self._save_grads(self._manual)
+            self._pending = True
         except Exception as e:
             self._fail(e, "backward")
 
@@ -382,18 +416,22 @@ class AutoSession:
         self.hook.step()  # TrainingStopped (a stop action) goes through, on purpose
 
     def _save_gradients(self, optimizer):
-        hook, names, cpu = self.hook, self._grad_names, []
+        names = self._grad_names
+        self._save_grads((names.get(id(p)), p) for group in optimizer.param_groups
+                         for p in group["params"])
+
+    def _save_grads(self, named_params):
+        """Saves the .grad of each (name, parameter); a None name is not registered."""
+        hook, cpu = self.hook, []
         prefix = hook.GRADIENT_PREFIX
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                g = getattr(p, "grad", None)
-                name = names.get(id(p))
-                if g is None or name is None or g.is_sparse:
-                    continue
-                if g.is_cpu:
-                    cpu.append((prefix + name, g))
-                else:
-                    hook._save(prefix + name, g)
+        for name, p in named_params:
+            g = getattr(p, "grad", None)
+            if g is None or name is None or g.is_sparse:
+                continue
+            if g.is_cpu:
+                cpu.append((prefix + name, g))
+            else:
+                hook._save(prefix + name, g)
         if cpu:
             hook._c.save_many(cpu)
 
@@ -402,6 +440,45 @@ class AutoSession:
     def _setup(self, optimizer):
         """At the first optimizer step: the hook, the models, the first step. False if the
         session stood down."""
+        if not self._make_hook(in_optimizer_hook=True):
+            return False
+        self._guess = {id(o) for o in _discover.stepping_optimizers(
+            _discover.live_objects(torch.optim.Optimizer))}
+        self._add_optimizer(optimizer)
+        if not self.roots:
+            self._say("no module owns the parameters the optimizer steps: only losses are saved")
+        self.hook.set_mode(_modes.ModeKeys.TRAIN)
+        self._boundary()
+        if self.hook._saving and self._early_losses and not self._loss_modules:
+            # Without loss modules the losses are loss_output_<i> from step 0 on; with them, the
+            # first step has none rather than names the later steps do not use.
+            self._save_losses(self._early_losses)
+        self._early_losses = []
+        return True
+
+    def _setup_manual(self, tensors):
+        """At the second backward() of a training with no optimizer alive (parameters updated
+        by hand): the hook, the models owning the parameters `tensors`' graph reaches, the first
+        step. False when an optimizer exists (the first optimizer step sets up, as usual) or the
+        session stood down."""
+        if _discover.live_objects(torch.optim.Optimizer):
+            return False
+        params = _discover.graph_parameters(tensors)
+        if not params or not self._make_hook(in_optimizer_hook=False):
+            return False
+        self._add_params(params)
+        self._manual = [(self._grad_names.get(id(p)), p) for p in params]
+        names = ", ".join(type(r).__name__ for r in self.roots) or "none"
+        self._say(f"no torch.optim optimizer: capturing the modules whose parameters backward() "
+                  f"reaches ({names}); each backward() is a training step")
+        self.hook.set_mode(_modes.ModeKeys.TRAIN)
+        self._boundary()
+        self._early_losses = []
+        return True
+
+    def _make_hook(self, in_optimizer_hook):
+        """Makes the hook from the configuration, unless the script is in charge of capture.
+        False if the session stood down."""
         # Before this module imports it: the script imported trainscope.pytorch (or
         # smdebug.pytorch through the alias) itself, so it uses the explicit API and its own hook
         # is in charge, whenever it makes it. A script that trains a while before it makes its
@@ -412,39 +489,31 @@ class AutoSession:
 
         if singleton.get_hook() is not None:
             # the script made its own hook: it is in charge
-            self.stand_down(in_optimizer_hook=True)
+            self.stand_down(in_optimizer_hook=in_optimizer_hook)
             return False
         if explicit:
             self.stand_down("off: the script imports trainscope.pytorch (or smdebug.pytorch), "
-                            "so its own hook is in charge of capture", in_optimizer_hook=True)
+                            "so its own hook is in charge of capture",
+                            in_optimizer_hook=in_optimizer_hook)
             return False
         try:
             hook = _hook_class().create_from_json_file()
         except FileNotFoundError as e:
-            self.stand_down(f"off: {e}", in_optimizer_hook=True)
+            self.stand_down(f"off: {e}", in_optimizer_hook=in_optimizer_hook)
             return False
         except Exception as e:
             self.stand_down(f"off: the hook configuration cannot be used: {e}",
-                            in_optimizer_hook=True)
+                            in_optimizer_hook=in_optimizer_hook)
             return False
         self.hook = hook
-        self._guess = {id(o) for o in _discover.stepping_optimizers(
-            _discover.live_objects(torch.optim.Optimizer))}
-        self._add_optimizer(optimizer)
-        if not self.roots:
-            self._say("no module owns the parameters the optimizer steps: only losses are saved")
-        hook.set_mode(_modes.ModeKeys.TRAIN)
-        self._boundary()
-        if hook._saving and self._early_losses and not self._loss_modules:
-            # Without loss modules the losses are loss_output_<i> from step 0 on; with them, the
-            # first step has none rather than names the later steps do not use.
-            self._save_losses(self._early_losses)
-        self._early_losses = []
         return True
 
     def _add_optimizer(self, optimizer):
         self._known.add(optimizer)
-        params = _discover.optimizer_params(optimizer)
+        self._add_params(_discover.optimizer_params(optimizer))
+
+    def _add_params(self, params):
+        """Registers the models owning `params` (not yet registered) and the loss modules."""
         for root in _discover.find_roots(params, exclude_ids=self._grad_names.keys()):
             self._register_root(root)
         for loss in _discover.live_objects(torch.nn.modules.loss._Loss):

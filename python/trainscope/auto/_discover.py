@@ -61,6 +61,27 @@ def optimizer_params(optimizer):
     return out
 
 
+def graph_parameters(tensors, max_nodes=200000):
+    """The parameters (leaf tensors that require a gradient) that backward() from `tensors`
+    reaches, in the order the graph walk meets them, each once: the AccumulateGrad nodes of
+    their autograd graph. At most `max_nodes` nodes are visited."""
+    seen, out, found = set(), [], set()
+    stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    while stack and len(seen) < max_nodes:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        var = getattr(node, "variable", None)
+        if isinstance(var, torch.Tensor):
+            if id(var) not in found:
+                found.add(id(var))
+                out.append(var)
+            continue
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return out
+
+
 def _descend(module, wanted):
     """`module`, or for a container without a forward its children that hold `wanted`."""
     if _has_forward(module):
