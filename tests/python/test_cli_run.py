@@ -386,3 +386,25 @@ def test_a_bad_hook_config_stops_run_before_the_training(tmp_path, content, mess
     assert p.returncode == 2, p.stderr
     assert f"--hook-config {user}" in p.stderr and message in p.stderr, p.stderr
     assert not marker.exists()
+
+
+def test_a_hook_writing_outside_the_watched_trial_is_named(tmp_path):
+    """The README's Hook(out_dir=...) under `trainscope run --out` elsewhere: the training says,
+    at the hook's creation, that the rules watch another folder and how to fix it; a hook on
+    the watched folder says nothing."""
+    other = tmp_path / "elsewhere"
+    script = TINY_TRAINING.replace("ts.Hook.create_from_json_file()",
+                                   f"ts.Hook(out_dir={str(other)!r})")
+    trial = tmp_path / "watched"
+    p = subprocess.run(_run_argv(trial, "--rule", "VanishingGradient", code=script),
+                       capture_output=True, text=True, env=_env(), timeout=300)
+    assert f"this hook writes its trial to {other}, but `trainscope run` watches {trial}" in \
+        p.stderr, p.stderr[-3000:]
+    assert f"trainscope run --out {other}" in p.stderr
+    assert other.is_dir()  # the hook still writes where it was told
+
+    same = TINY_TRAINING.replace("ts.Hook.create_from_json_file()",
+                                 f"ts.Hook(out_dir={str(tmp_path / 'same')!r})")
+    p = subprocess.run(_run_argv(tmp_path / "same", "--rule", "VanishingGradient", code=same),
+                       capture_output=True, text=True, env=_env(), timeout=300)
+    assert "this hook writes its trial to" not in p.stderr, p.stderr[-3000:]

@@ -175,6 +175,21 @@ class _StepNumber(int):
         self._hook._explicit_step()
 
 
+
+def _warn_if_not_watched(out_dir):
+    """Under `trainscope run`, which watches the trial at TRAINSCOPE_OUT_DIR (its --out), a hook
+    writing elsewhere is saved but never checked by the rules: say so once, with the fix."""
+    watched = os.environ.get("TRAINSCOPE_OUT_DIR")
+    if os.environ.get("TRAINSCOPE_RUN") != "1" or not watched:
+        return
+    if os.path.realpath(out_dir) == os.path.realpath(watched):
+        return
+    print(f"trainscope: this hook writes its trial to {out_dir}, but `trainscope run` watches "
+          f"{watched} (its --out): the rules will see none of this hook's data. Make the hook "
+          "with Hook.create_from_json_file() (it reads the run's configuration), or run "
+          f"trainscope run --out {out_dir}", file=sys.stderr, flush=True)
+
+
 class Hook:
     GRADIENT_PREFIX = "gradient/"
     SCALAR_PREFIX = "scalar/"
@@ -235,6 +250,8 @@ class Hook:
         summary = self._c.config()
         self.out_dir = summary["out_dir"]
         self.dry_run = summary["dry_run"]
+        if not self.dry_run:
+            _warn_if_not_watched(self.out_dir)
         self.save_all = summary["save_all"]
         self.include_regex = summary["include_regex"]
         self.tensorboard_dir = summary["tensorboard_dir"] or (
