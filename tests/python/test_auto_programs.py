@@ -195,6 +195,33 @@ def test_ddp_two_ranks_gloo(tmp_path):
     assert not [n for n in names if "module." in n]
 
 
+def test_fsdp_two_ranks_gloo(tmp_path):
+    """FSDP on the CPU over gloo: the wrapper is looked through (the names are the plain
+    model's, as with DDP), every rank writes, and each saves its shard of each parameter
+    (flattened, as FSDP holds it): the ranks' shards of a weight add up to the whole of it."""
+    from trainscope import modes
+
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("no torchrun beside this Python")
+    p, path = run_auto(tmp_path, [str(torchrun), "--standalone", "--nproc_per_node", "2",
+                                  str(PROGRAMS / "fsdp_gloo.py"), "--steps", "30"])
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    assert sorted(t.workers()) == ["worker_0", "worker_1"], t.workers()
+    assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
+    names = set(t.tensor_names())
+    assert {"Sequential_0.weight", "Sequential_2.weight", "gradient/Sequential_4.bias",
+            "CrossEntropyLoss_output_0", "1_output_0"} <= names, sorted(names)
+    assert not [n for n in names if "fsdp" in n.lower()], sorted(names)
+    for weight, numel in (("Sequential_0.weight", 16 * 32), ("Sequential_2.weight", 32 * 16)):
+        tensor, total = t.tensor(weight), 0
+        for w in tensor.workers(5, mode=modes.TRAIN):
+            total += tensor.value(5, mode=modes.TRAIN, worker=w).size
+        assert total == numel, (weight, total)
+
+
 def assert_no_finding(p, trial):
     got = assert_rules_evaluated(p, trial)
     for rule, s in got.items():

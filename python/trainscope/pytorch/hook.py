@@ -81,10 +81,33 @@ def _compiled_type():
         return None
 
 
+def _fsdp_type():
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        return FullyShardedDataParallel
+    except Exception:  # a torch built without distributed
+        return None
+
+
+_FSDP_SEGMENT = "_fsdp_wrapped_module."
+
+
+def _user_name(name):
+    """A parameter or module name as the user's model has it: FSDP units nested inside the
+    model add a "_fsdp_wrapped_module." segment to every name below them."""
+    if _FSDP_SEGMENT not in name + ".":
+        return name
+    return (name + ".").replace(_FSDP_SEGMENT, "")[:-1] or name
+
+
 def _unwrap(module):
-    """The module whose names a user sees: through DataParallel, DDP and torch.compile."""
+    """The module whose names a user sees: through DataParallel, DDP, FSDP and torch.compile."""
     compiled = _compiled_type()
+    fsdp = _fsdp_type()
     wrappers = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
+    if fsdp is not None:
+        wrappers += (fsdp,)
     is_compiled = False
     while True:
         if isinstance(module, wrappers):
@@ -410,7 +433,7 @@ class Hook:
         for name, sub in top.named_modules():
             if sub is not top and "_ts_name" in sub.__dict__ and id(sub) in self._registered:
                 raise SMDebugValueError(f"module {name} is registered already")
-            sub._ts_name = top_name if sub is top else name
+            sub._ts_name = top_name if sub is top else _user_name(name)
         self._top_modules.append(top)
         _copy_unhooked(module)
         for sub in top.modules():
@@ -427,7 +450,7 @@ class Hook:
                 self._add_forward_hook(sub)
         self._attach_activation_modules(top)
         for pname, p in top.named_parameters():
-            name = f"{top_name}_{pname}"
+            name = f"{top_name}_{_user_name(pname)}"
             self._params.append((name, p))
             if p.requires_grad:  # frozen parameters get no gradient hook
                 self._handles.append(p.register_hook(self._grad_hook(self.GRADIENT_PREFIX + name)))
