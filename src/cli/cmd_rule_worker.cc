@@ -37,20 +37,14 @@ struct WorkerOptions {
 // "parameters", as the runner writes them).
 void WriteFinalStatus(const std::string& dir, const std::string& rule, const std::string& status,
                       const std::string& message, const RuleParams& parameters = {}) {
-  namespace fmt = rule_output_format;
   Env* env = Env::Default();
-  std::string out = JoinPath(JoinPath(dir, fmt::kRuleOutputDir), rule);
-  if (!env->CreateDirs(out).ok()) return;
-  nlohmann::json j{{"version", fmt::kStatusVersion}, {"rule", rule},   {"status", status},
-                   {"message", message},             {"trial", dir},   {"finished", true},
-                   {"steps_evaluated", 0},           {"last_step", -1}, {"findings", 0},
-                   {"first_finding_step", -1},       {"updated_us", env->NowMicros()}};
-  if (!parameters.empty()) {
-    nlohmann::json params = nlohmann::json::object();
-    for (const auto& [k, v] : parameters) params[k] = v;
-    j["parameters"] = params;
-  }
-  (void)env->WriteFileAtomic(JoinPath(out, fmt::kStatusFile), j.dump(2) + "\n", false);
+  RuleState state;
+  state.rule = rule;
+  state.status = RuleEvaluationStatusFromName(status).value_or(RuleEvaluationStatus::kError);
+  state.message = message;
+  state.finished = true;
+  state.parameters = parameters;
+  (void)WriteRuleState(env, dir, state, static_cast<int64_t>(env->NowMicros()));
 }
 
 // Blocks SIGTERM/SIGINT in every thread and waits for them on one thread, which calls `on_signal`.

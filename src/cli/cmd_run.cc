@@ -36,6 +36,7 @@
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
 #include "trainscope/rule_registry.h"
+#include "trainscope/rule_runner.h"
 #include "trainscope/stop_signal.h"
 #include "trainscope/supervisor.h"
 #include "trainscope/system_sampler.h"
@@ -341,30 +342,26 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
                     const std::string& what) {
   const std::string& rule = spec.name;
   namespace fmt = rule_output_format;
-  const std::string dir = JoinPath(JoinPath(trial, fmt::kRuleOutputDir), rule);
-  const std::string path = JoinPath(dir, fmt::kStatusFile);
-  nlohmann::json j = nlohmann::json::object();
-  if (auto old = ReadJsonFile(path); old && old->is_object()) j = std::move(*old);
-  const std::string status = JsonString(j, "status");
-  const bool finished =
-      j.contains("finished") && j["finished"].is_boolean() && j["finished"].get<bool>();
-  if (finished || status == "Error" || status == "Stopped") return;
-  const auto now = static_cast<int64_t>(env->NowMicros());
-  j["version"] = fmt::kStatusVersion;
-  j["rule"] = rule;
-  j["status"] = "Error";
-  j["message"] = "the rule's worker process " + what +
-                 " before the rule finished (the training was not affected); to evaluate the "
-                 "rule on the trial again: trainscope rule-worker " + trial + " --rule '" +
-                 FormatRuleSpec(spec) + "'";
-  j["trial"] = trial;
-  j["finished"] = true;
-  j["updated_us"] = now;
-  j["updated"] = FormatTimeUtc(now);
-  if (Status s = env->CreateDirs(dir); s.ok()) {
-    s = env->WriteFileAtomic(path, j.dump(2) + "\n", /*sync=*/false);
-    if (!s.ok()) std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
+  const std::string path =
+      JoinPath(JoinPath(JoinPath(trial, fmt::kRuleOutputDir), rule), fmt::kStatusFile);
+  // What the rule had counted stays; an unreadable file is replaced.
+  RuleState state;
+  if (auto text = env->ReadFile(path); text.ok()) {
+    if (auto old = RuleStateFromJson(*text); old.ok()) state = std::move(old).value();
   }
+  if (state.finished || state.status == RuleEvaluationStatus::kError ||
+      state.status == RuleEvaluationStatus::kStopped) {
+    return;
+  }
+  state.rule = rule;
+  state.status = RuleEvaluationStatus::kError;
+  state.message = "the rule's worker process " + what +
+                  " before the rule finished (the training was not affected); to evaluate the "
+                  "rule on the trial again: trainscope rule-worker " + trial + " --rule '" +
+                  FormatRuleSpec(spec) + "'";
+  state.finished = true;
+  Status s = WriteRuleState(env, trial, state, static_cast<int64_t>(env->NowMicros()));
+  if (!s.ok()) std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
   std::fprintf(stderr, "trainscope: rule %s: its worker %s; status Error\n", rule.c_str(),
                what.c_str());
 }

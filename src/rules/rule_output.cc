@@ -5,11 +5,12 @@
 #include "rules/json_util.h"
 #include "trainscope/rule_output_format.h"
 
-namespace trainscope::rules_internal {
+namespace trainscope {
 
 namespace fmt = rule_output_format;
 
-std::string StatusJson(const RuleState& s, const std::string& trial_path, int64_t now_micros) {
+std::string RuleStateToJson(const RuleState& s, const std::string& trial_path,
+                            int64_t now_micros) {
   nlohmann::json j = nlohmann::json::object();
   j["version"] = fmt::kStatusVersion;
   j["rule"] = s.rule;
@@ -31,6 +32,70 @@ std::string StatusJson(const RuleState& s, const std::string& trial_path, int64_
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+Result<RuleState> RuleStateFromJson(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument("status.json: not a JSON object");
+  RuleState s;
+  auto wrong = [](const char* key, const char* type) {
+    return Status::InvalidArgument(std::string("status.json: \"") + key + "\" is not " + type);
+  };
+  auto str = [&](const char* key, std::string* out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end()) return Status::OK();
+    if (!it->is_string()) return wrong(key, "a string");
+    *out = it->get<std::string>();
+    return Status::OK();
+  };
+  auto integer = [&](const char* key, int64_t* out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end()) return Status::OK();
+    if (!it->is_number_integer()) return wrong(key, "an integer");
+    *out = it->get<int64_t>();
+    return Status::OK();
+  };
+  TS_RETURN_IF_ERROR(str("rule", &s.rule));
+  std::string status;
+  TS_RETURN_IF_ERROR(str("status", &status));
+  if (!status.empty()) {
+    auto parsed = RuleEvaluationStatusFromName(status);
+    if (!parsed) return wrong("status", "a status name");
+    s.status = *parsed;
+  }
+  TS_RETURN_IF_ERROR(str("message", &s.message));
+  TS_RETURN_IF_ERROR(integer("steps_evaluated", &s.steps_evaluated));
+  TS_RETURN_IF_ERROR(integer("steps_skipped", &s.steps_skipped));
+  TS_RETURN_IF_ERROR(integer("last_step", &s.last_step));
+  TS_RETURN_IF_ERROR(integer("findings", &s.findings));
+  TS_RETURN_IF_ERROR(integer("suppressed", &s.suppressed));
+  TS_RETURN_IF_ERROR(integer("first_finding_step", &s.first_finding_step));
+  if (auto it = j.find("finished"); it != j.end()) {
+    if (!it->is_boolean()) return wrong("finished", "a boolean");
+    s.finished = it->get<bool>();
+  }
+  if (auto it = j.find("parameters"); it != j.end()) {
+    if (!it->is_object()) return wrong("parameters", "an object");
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) return wrong("parameters", "an object of strings");
+      s.parameters[k] = v.get<std::string>();
+    }
+  }
+  return s;
+}
+
+Status WriteRuleState(Env* env, const std::string& trial_dir, const RuleState& state,
+                      int64_t now_micros) {
+  const std::string dir = JoinPath(JoinPath(trial_dir, fmt::kRuleOutputDir), state.rule);
+  TS_RETURN_IF_ERROR(env->CreateDirs(dir));
+  return env->WriteFileAtomic(JoinPath(dir, fmt::kStatusFile),
+                              RuleStateToJson(state, trial_dir, now_micros), /*sync=*/false);
+}
+
+}  // namespace trainscope
+
+namespace trainscope::rules_internal {
+
+namespace fmt = rule_output_format;
+
 RuleOutput::~RuleOutput() {
   if (events_) events_->Close();
 }
@@ -44,7 +109,7 @@ Status RuleOutput::Open() {
 Status RuleOutput::WriteStatus(const RuleState& state, const std::string& trial_path,
                                int64_t now_micros) {
   return env_->WriteFileAtomic(JoinPath(dir_, fmt::kStatusFile),
-                               StatusJson(state, trial_path, now_micros), /*sync=*/false);
+                               RuleStateToJson(state, trial_path, now_micros), /*sync=*/false);
 }
 
 Status RuleOutput::AppendEvent(const std::string& json) {

@@ -14,9 +14,6 @@
 
 namespace trainscope::rules_internal {
 
-// status.json's text for a state.
-std::string StatusJson(const RuleState& state, const std::string& trial_path, int64_t now_micros);
-
 class RuleOutput {
  public:
   // dir: <output_dir>/<RuleName>. Nothing is written until Open.

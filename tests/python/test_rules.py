@@ -159,9 +159,10 @@ def test_builtin_rule_wrappers_fire_like_the_cpp_rules(tmp_path):
     rule = VanishingGradient(trial, threshold=1e-7)
     with pytest.raises(RuleEvaluationConditionMet) as e:
         invoke_rule(rule, raise_eval_cond=True)
-    assert e.value.step == 7
+    # Vanished from step 7; the rule reports at the second saved step below its threshold.
+    assert e.value.step == 8
     f = rule.last_findings[0]
-    assert f["rule"] == "VanishingGradient" and f["step"] == 7 and f["mode"] == "TRAIN"
+    assert f["rule"] == "VanishingGradient" and f["step"] == 8 and f["mode"] == "TRAIN"
     assert f["tensor"] == "gradient/fc1.weight"
     assert f["threshold"] == pytest.approx(1e-7)
     assert f["recommendation"]
@@ -181,8 +182,9 @@ def test_builtin_rule_runs_to_the_end_without_raise(tmp_path):
     trial = trainscope.create_trial(_training(tmp_path / "t", n=12, vanish_at=10))
     rule = VanishingGradient(trial)
     with pytest.raises(NoMoreData):
-        invoke_rule(rule)  # conditions met at 10 and 11 are logged; NoMoreData ends the loop
-    assert [f["step"] for f in rule.findings] == [10, 11]
+        invoke_rule(rule)  # the condition met at 11 is logged; NoMoreData ends the loop
+    # Vanished from step 10: found at 11, the second saved step below the threshold.
+    assert [f["step"] for f in rule.findings] == [11]
 
 
 def test_builtin_rules_judge_at_the_end_of_the_data(tmp_path):

@@ -4,10 +4,12 @@
 
 #include <string_view>
 
+#include "trainscope/trial_format.h"
+
 namespace trainscope::actions_format {
 
 // Everything rules and actions write lives under <trial>/rule-output/.
-inline constexpr std::string_view kRuleOutputDir = "rule-output";
+inline constexpr std::string_view kRuleOutputDir = trial_format::kRuleOutputDir;
 
 // The stop signal's constants are in stop_signal.h (store module), with its one reader/writer.
 

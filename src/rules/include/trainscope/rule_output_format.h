@@ -4,10 +4,12 @@
 
 #include <string_view>
 
+#include "trainscope/trial_format.h"
+
 namespace trainscope::rule_output_format {
 
 // <trial>/rule-output/<RuleName>/{status.json, events.jsonl}
-inline constexpr std::string_view kRuleOutputDir = "rule-output";
+inline constexpr std::string_view kRuleOutputDir = trial_format::kRuleOutputDir;
 inline constexpr std::string_view kStatusFile = "status.json";
 inline constexpr std::string_view kEventsFile = "events.jsonl";
 // "version" key of status.json.

@@ -81,6 +81,20 @@ struct RuleState {
   RuleParams parameters;
 };
 
+// status.json (docs/formats/rule_output.md): its one codec and writer, which the runner, the
+// rule workers and `trainscope run` use.
+// The file's text: pretty-printed JSON and a newline; `updated_us`/`updated` from now_micros.
+std::string RuleStateToJson(const RuleState& state, const std::string& trial_path,
+                            int64_t now_micros);
+// Parses a status.json text. Keys that are absent keep RuleState's defaults; unknown keys are
+// ignored. InvalidArgument naming the key when the text is not a JSON object, a known key has
+// the wrong type, or "status" is not a status name.
+Result<RuleState> RuleStateFromJson(std::string_view json);
+// Writes <trial_dir>/rule-output/<state.rule>/status.json atomically (a reader sees the old file
+// or the new one), creating the folders.
+Status WriteRuleState(Env* env, const std::string& trial_dir, const RuleState& state,
+                      int64_t now_micros);
+
 struct RunnerStats {
   int64_t steps_evaluated = 0;  // distinct global steps evaluated
   int64_t last_step = -1;
