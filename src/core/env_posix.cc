@@ -179,7 +179,13 @@ Result<int> OpenRegularForRead(const std::string& path, uint64_t* size = nullptr
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: every file trainscope writes is its own (a temporary name, then a rename); a
+    // symbolic link planted at that name is refused, never truncated and written through.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == ELOOP) {
+      return Status::IOError(path + " is a symbolic link: trainscope writes no file through a "
+                             "link; remove it");
+    }
     if (fd < 0) return Status::FromErrno("open", path, errno);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, 0));
   }

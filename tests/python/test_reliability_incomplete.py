@@ -255,3 +255,23 @@ def test_a_planted_symlink_is_not_followed_out_of_the_trial(tmp_path, planted):
     assert os.path.islink(link)  # refused, not replaced
     if planted != "collections":  # no step whole: the trial says it is incomplete
         assert ts.create_trial(str(out)).incomplete()[0]["steps_failed"] == 5
+
+
+def test_a_symlink_planted_at_a_temporary_name_is_not_written_through(tmp_path):
+    """Files appear by a rename from "<name>.tmp": a link planted at that name (pointing at a
+    file outside the trial) is refused, not truncated and written through, and the training
+    goes on."""
+    out = tmp_path / "t"
+    coll = out / "collections" / "000000000"
+    coll.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    tmp_name = coll / "worker_0_collections.json.tmp"
+    os.symlink(victim, tmp_name)
+    script = tmp_path / "planted.py"
+    script.write_text(PLANTED)
+    p = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True,
+                       timeout=120, env=env())
+    assert p.returncode == 0 and "steps run 5" in p.stdout, p.stderr[-2000:]
+    assert victim.read_text() == "keep me"  # not truncated, not written
+    assert f"{tmp_name} is a symbolic link" in p.stderr, p.stderr[-2000:]

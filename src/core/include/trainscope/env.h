@@ -65,6 +65,8 @@ class Env {
   // The process-wide POSIX Env. Never deleted.
   static Env* Default();
 
+  // Creates or truncates the file at `path`; IOError when `path` is a symbolic link (POSIX:
+  // O_NOFOLLOW; a link planted at a temporary name is never written through).
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
   // Appends to an existing file or creates it.
   virtual Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) = 0;
