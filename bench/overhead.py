@@ -109,6 +109,10 @@ def start_auto(config, out_dir, timer):
     from trainscope.auto import _capture
 
     timer.install("trainscope")
+    # The timer's patch imported trainscope.pytorch, which the automatic mode takes for a script
+    # that uses the explicit API (it then stands down): forget the package, keep its patched
+    # hook module (the mode's own import finds it again).
+    sys.modules.pop("trainscope.pytorch", None)
     for n in ("_optimizer_pre", "_optimizer_post", "_root_forward_pre", "_on_backward"):
         setattr(_capture.AutoSession, n, timer.wrap(getattr(_capture.AutoSession, n)))
     trainscope.auto.install()
