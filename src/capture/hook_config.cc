@@ -435,6 +435,31 @@ Result<HookConfig> LoadHookConfigFile(std::string path, Env* env) {
         std::string(kSageMakerOutDir) +
         " is used only inside a SageMaker job (TRAINING_JOB_NAME set)");
   }
+  // smdebug's create_hook_from_json_config: inside a SageMaker job, TensorBoard is written only
+  // when the platform's TensorBoard configuration exists, to its LocalPath, whatever the hook
+  // parameters say.
+  if (const char* job = std::getenv("TRAINING_JOB_NAME"); job != nullptr) {
+    const char* tb_env = std::getenv(kSageMakerTensorboardConfigEnv);
+    const std::string tb_path = tb_env != nullptr && *tb_env ? std::string(tb_env)
+                                                            : std::string(kSageMakerTensorboardConfig);
+    c.export_tensorboard = false;
+    c.tensorboard_dir.clear();
+    if (env->FileExists(tb_path)) {
+      auto tb_text = env->ReadFile(tb_path);
+      const nlohmann::json tb =
+          tb_text.ok() ? nlohmann::json::parse(*tb_text, nullptr, /*allow_exceptions=*/false)
+                       : nlohmann::json();
+      auto local = tb.is_object() ? tb.find("LocalPath") : tb.end();
+      if (tb.is_object() && local != tb.end() && local->is_string() &&
+          !local->get<std::string>().empty()) {
+        c.export_tensorboard = true;
+        c.tensorboard_dir = local->get<std::string>();
+      } else {
+        c.warnings.push_back("the TensorBoard configuration " + tb_path +
+                             " gives no \"LocalPath\" string: no TensorBoard files are written");
+      }
+    }
+  }
   c.env = env;
   return c;
 }

@@ -121,6 +121,45 @@ TEST(HookConfigJsonTest, NoLocalPathMeansSageMakersFolderOnlyInsideASageMakerJob
   EXPECT_EQ(on_sagemaker->out_dir, "/opt/ml/output/tensors");
 }
 
+// smdebug's create_hook_from_json_config: inside a SageMaker job TensorBoard goes to the
+// LocalPath of SageMaker's TensorBoard configuration, exactly when that file exists; outside one,
+// the hook parameters decide.
+TEST(HookConfigJsonTest, SageMakersTensorboardConfigurationDecidesInsideAJob) {
+  auto env = NewMemEnv();
+  ASSERT_TRUE(env->CreateDirs("/cfg").ok());
+  ASSERT_TRUE(env->WriteFileAtomic("/cfg/hook.json", R"({"LocalPath": "/out", "HookParameters":
+      {"export_tensorboard": "true", "tensorboard_dir": "/mine"}})", false).ok());
+  ASSERT_TRUE(env->WriteFileAtomic("/cfg/tb.json", R"({"LocalPath": "/opt/ml/tb"})", false).ok());
+  ASSERT_TRUE(env->WriteFileAtomic("/cfg/tb_bad.json", R"({"Path": 3})", false).ok());
+  unsetenv("TRAINING_JOB_NAME");
+  setenv("TENSORBOARD_CONFIG_FILE_PATH", "/cfg/tb.json", 1);
+  auto outside = LoadHookConfigFile("/cfg/hook.json", env.get());
+  ASSERT_TRUE(outside.ok()) << outside.status().ToString();
+  EXPECT_TRUE(outside->export_tensorboard);
+  EXPECT_EQ(outside->tensorboard_dir, "/mine");
+
+  setenv("TRAINING_JOB_NAME", "job-1", 1);
+  auto inside = LoadHookConfigFile("/cfg/hook.json", env.get());
+  ASSERT_TRUE(inside.ok()) << inside.status().ToString();
+  EXPECT_TRUE(inside->export_tensorboard);
+  EXPECT_EQ(inside->tensorboard_dir, "/opt/ml/tb");
+
+  setenv("TENSORBOARD_CONFIG_FILE_PATH", "/cfg/none.json", 1);
+  auto without = LoadHookConfigFile("/cfg/hook.json", env.get());
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->export_tensorboard);  // no file: no TensorBoard, as smdebug
+  EXPECT_EQ(without->tensorboard_dir, "");
+
+  setenv("TENSORBOARD_CONFIG_FILE_PATH", "/cfg/tb_bad.json", 1);
+  auto bad = LoadHookConfigFile("/cfg/hook.json", env.get());
+  unsetenv("TRAINING_JOB_NAME");
+  unsetenv("TENSORBOARD_CONFIG_FILE_PATH");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->export_tensorboard);
+  ASSERT_EQ(bad->warnings.size(), 1u);
+  EXPECT_NE(bad->warnings[0].find("/cfg/tb_bad.json"), std::string::npos) << bad->warnings[0];
+}
+
 TEST(HookConfigJsonTest, CollectionWithoutRegexIsIncludedAndJudgedAtTheFirstStep) {
   auto c = ParseHookConfigJson(R"({"LocalPath": "/x",
       "CollectionConfigurations": [{"CollectionName": "mine"}]})");

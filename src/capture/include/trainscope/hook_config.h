@@ -78,13 +78,22 @@ struct HookConfig {
 
 // smdebug's default out_dir, used for a configuration without LocalPath inside a SageMaker job.
 inline constexpr std::string_view kSageMakerOutDir = "/opt/ml/output/tensors";
+// SageMaker's TensorBoard configuration ({"LocalPath": "<dir>"}): the file this variable names,
+// else kSageMakerTensorboardConfig. Read by LoadHookConfigFile inside a SageMaker job only.
+inline constexpr const char* kSageMakerTensorboardConfigEnv = "TENSORBOARD_CONFIG_FILE_PATH";
+inline constexpr std::string_view kSageMakerTensorboardConfig =
+    "/opt/ml/input/config/tensorboardoutputconfig.json";
 
 // Parses smdebug's JSON hook configuration (see above). `source` names the file in messages.
 // Without "LocalPath", out_dir is kSageMakerOutDir inside a SageMaker job (TRAINING_JOB_NAME
 // set, smdebug's test) and empty elsewhere.
 Result<HookConfig> ParseHookConfigJson(std::string_view json, std::string_view source = "config");
 // Reads and parses a file. An empty path means HookConfigPathFromEnv(). InvalidArgument naming
-// the file and LocalPath when it gives no out_dir (no LocalPath outside SageMaker).
+// the file and LocalPath when it gives no out_dir (no LocalPath outside SageMaker). Inside a
+// SageMaker job (TRAINING_JOB_NAME set), as smdebug does: TensorBoard is exported, to its
+// LocalPath, exactly when SageMaker's TensorBoard configuration file exists
+// (TENSORBOARD_CONFIG_FILE_PATH, else kSageMakerTensorboardConfig); the hook parameters'
+// export_tensorboard and tensorboard_dir are then not used.
 Result<HookConfig> LoadHookConfigFile(std::string path = "", Env* env = nullptr);
 // TRAINSCOPE_CONFIG if set, else SMDEBUG_CONFIG_FILE_PATH, else
 // /opt/ml/input/config/debughookconfig.json (smdebug's default).
