@@ -134,6 +134,8 @@ Thread-safe.)doc")
             ThrowIfError(NoGil([&] { return s.t().WaitForChange(SecondsToMillis(timeout)); }));
           },
           py::arg("timeout"))
+      .def("damaged_index_files",
+           [](PyTrial& s) { return NoGil([&] { return s.t().DamagedIndexFiles(); }); })
       .def("incomplete",
            [](PyTrial& s) {
              auto markers = ValueOrThrow(NoGil([&] { return s.t().Incomplete(); }));

@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import time
+import warnings
 
 from . import _errors
 from . import exceptions as ex
@@ -310,8 +311,24 @@ class Trial:
 
     def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False):
         """Sorted complete steps (mode steps unless GLOBAL); all seen steps if
-        show_incomplete_steps."""
-        return list(self._core.steps(to_mode(mode).value, show_incomplete_steps))
+        show_incomplete_steps. The step of a damaged index file is not among them: a
+        RuntimeWarning names each such file once (damaged_index_files() lists them)."""
+        steps = list(self._core.steps(to_mode(mode).value, show_incomplete_steps))
+        self._warn_damaged()
+        return steps
+
+    def damaged_index_files(self):
+        """The index files found damaged so far, each as a message naming the file and what is
+        wrong with it; their steps are not in this trial."""
+        return list(self._core.damaged_index_files())
+
+    def _warn_damaged(self):
+        damaged = self._core.damaged_index_files()
+        warned = self.__dict__.setdefault("_damaged_warned", 0)
+        for message in damaged[warned:]:
+            warnings.warn(f"trainscope: {message}: its step is left out of the trial's steps",
+                          RuntimeWarning, stacklevel=3)
+        self._damaged_warned = len(damaged)
 
     def modes(self):
         """The modes steps were saved in."""

@@ -107,4 +107,8 @@ Result<std::vector<IncompleteMarker>> Trial::Incomplete() const {
   return ReadIncompleteMarkers(impl_->path_);
 }
 
+std::vector<std::string> Trial::DamagedIndexFiles() const {
+  return impl_->Damaged();
+}
+
 }  // namespace trainscope

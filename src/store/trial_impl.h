@@ -106,6 +106,12 @@ class Trial::Impl {
   const int num_workers_;
   const std::vector<CollectionInfo> collections_;
 
+  // Trial::DamagedIndexFiles.
+  std::vector<std::string> Damaged() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return damaged_;
+  }
+
  private:
   // trial_refresh.cc
   Status RefreshLocked(std::vector<FoundIndexFile>* found, bool have_notifier, bool* changed);
@@ -125,6 +131,8 @@ class Trial::Impl {
   std::mutex refresh_mu_;
   IndexScanner scanner_;                  // guarded by refresh_mu_ (+ notifier_mu_)
   std::vector<FoundIndexFile> retry_;     // guarded by refresh_mu_: files to read again
+  static constexpr size_t kMaxDamaged = 1000;
+  std::vector<std::string> damaged_;      // guarded by mu_: DamagedIndexFiles()
 
   mutable std::mutex mu_;
   TrialIndex index_;

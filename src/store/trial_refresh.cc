@@ -91,6 +91,8 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       auto parsed = ParseIndexFile(p.text, p.file->path);
       if (!parsed.ok()) {
         note(parsed.status());  // a damaged file is reported once and not read again
+        std::lock_guard<std::mutex> l(mu_);
+        if (damaged_.size() < kMaxDamaged) damaged_.push_back(parsed.status().message());
         continue;
       }
       p.slow = std::move(parsed).value();

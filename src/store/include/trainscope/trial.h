@@ -212,6 +212,12 @@ class Trial {
   // policy), so the trial is incomplete even where every saved step reads fine.
   Result<std::vector<IncompleteMarker>> Incomplete() const;
 
+  // The index files found damaged so far (each once, in the order found, at most 1000), each as
+  // the Corruption message that names the file and what is wrong. Their steps are not in the
+  // trial (a query that refreshes implicitly answers without them): readers that do not call
+  // Refresh() themselves check here to say so. Thread-safe.
+  std::vector<std::string> DamagedIndexFiles() const;
+
   class Impl;
 
  private:
