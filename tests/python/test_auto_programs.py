@@ -337,3 +337,40 @@ def test_manual_updates_planted_explosion_is_caught(tmp_path):
     got = statuses(path)
     assert got["ExplodingTensor"]["status"] == "IssuesFound", (got["ExplodingTensor"],
                                                                p.stderr[-2000:])
+
+
+def test_raw_pixel_inputs_are_caught_by_check_input_images(tmp_path):
+    """The model's input is captured for CheckInputImages at its save interval, with no hook in
+    the script: raw 0-255 pixels are named, with the channel's mean and spread."""
+    path = tmp_path / "trial"
+    argv = [CLI, "run", "--out", str(path), "--rules", "none", "--no-system",
+            "--rule", "CheckInputImages:threshold_samples=64", "--",
+            *python("cnn_raw_pixels.py", "--steps", "40")]
+    p = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode in (0, 3), p.stderr[-3000:]
+    status = json.loads((path / "rule-output" / "CheckInputImages" / "status.json").read_text())
+    assert status["status"] == "IssuesFound", (status, p.stderr[-2000:])
+    assert "Net_input_0" in status["message"] and "raw pixel values" in status["message"], status
+
+
+SALIENCY = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+for _ in range(20):  # gradients of the inputs, for saliency maps: nothing is trained
+    x = torch.randn(8, 16, requires_grad=True)
+    model.zero_grad()
+    model(x)[:, 0].sum().backward()
+    saliency = x.grad.abs()
+print("done", flush=True)
+"""
+
+
+def test_gradients_without_training_are_not_taken_for_a_training(tmp_path):
+    """backward() with no optimizer and parameters that never change (a saliency script) is
+    not a training: no hook is made, so no rule judges weights that were never meant to move."""
+    p, path = run_auto(tmp_path, [sys.executable, "-c", SALIENCY])
+    assert "done" in p.stdout, p.stderr[-3000:]
+    assert "no torch.optim optimizer" not in p.stderr, p.stderr[-3000:]
+    assert not list(path.glob("index/*/*.json")), "no step was saved"

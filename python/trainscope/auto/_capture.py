@@ -12,10 +12,11 @@ Installed once per process (``start()``), right after ``import torch``:
 - a forward pre-hook on each model found tells training forward passes from evaluation ones.
 
 Without torch.optim (parameters updated by hand, ``p.data.add_(p.grad, alpha=-lr)``, as
-pytorch/examples' word language model does by default): at the second backward() with no
-optimizer alive in the process, the hook is made there, the models are the modules owning the
-parameters that backward() reaches (its autograd graph's leaves), the gradients are saved when
-each backward() returns, and a training step ends at each backward().
+pytorch/examples' word language model does by default): at the first backward() after which
+the parameters it reaches have changed, with no optimizer alive in the process, the hook is made
+there, the models are the modules owning those parameters (its autograd graph's leaves), the
+gradients are saved when each backward() returns, and a training step ends at each backward().
+A script that computes gradients without changing its parameters is not a training.
 
 Step boundaries. A training step ends when every optimizer of the training has stepped once
 (learnt: at first every optimizer alive at the first step; an optimizer stepping twice before
@@ -143,6 +144,7 @@ class AutoSession:
         self._scaled = {}  # id(scaled loss) -> (weakref, unscaled loss)
         self._said = False
         self._backwards = 0  # backward() calls before the hook was made
+        self._fingerprint = None  # without an optimizer: [(weakref(param), values)] at the first
         self._manual = None  # without an optimizer: [(gradient name, parameter)] once made
 
     # ---- installation ------------------------------------------------------------------------
@@ -251,7 +253,7 @@ class AutoSession:
             first_manual = False
             if hook is None:
                 self._backwards += 1
-                if self._backwards == 2 and self._setup_manual(tensors):
+                if self._backwards <= self.MAX_MANUAL_CHECKS and self._setup_manual(tensors):
                     hook, first_manual = self.hook, True
                 else:
                     if len(self._early_losses) < self.MAX_EARLY_LOSSES:
@@ -456,13 +458,28 @@ class AutoSession:
         self._early_losses = []
         return True
 
+    MAX_MANUAL_CHECKS = 16  # backward() calls watched for parameters updated by hand
+    FINGERPRINT_PARAMS, FINGERPRINT_VALUES = 8, 64
+
     def _setup_manual(self, tensors):
-        """At the second backward() of a training with no optimizer alive (parameters updated
-        by hand): the hook, the models owning the parameters `tensors`' graph reaches, the first
-        step. False when an optimizer exists (the first optimizer step sets up, as usual) or the
-        session stood down."""
-        if _discover.live_objects(torch.optim.Optimizer):
+        """Watches the first backward() calls of a process with no optimizer alive: once the
+        parameters they reach have changed between two of them (updated by hand, as a training
+        without torch.optim does; a script that only computes gradients, for a saliency map,
+        leaves them as they are and is never captured), makes the hook, registers the models
+        owning those parameters and starts the first step. False until then, for good once an
+        optimizer exists (its first step sets up, as usual), or if the session stood down."""
+        if self._backwards == 1:
+            params = _discover.graph_parameters(tensors)
+            self._fingerprint = [(weakref.ref(p), self._values(p))
+                                 for p in params[:self.FINGERPRINT_PARAMS]]
             return False
+        if self._backwards == 2 and _discover.live_objects(torch.optim.Optimizer):
+            self._backwards = self.MAX_MANUAL_CHECKS  # an optimizer steps this training
+            self._fingerprint = None
+            return False
+        if not self._fingerprint or not self._params_changed():
+            return False
+        self._fingerprint = None
         params = _discover.graph_parameters(tensors)
         if not params or not self._make_hook(in_optimizer_hook=False):
             return False
@@ -475,6 +492,16 @@ class AutoSession:
         self._boundary()
         self._early_losses = []
         return True
+
+    def _values(self, p):
+        return p.detach().reshape(-1)[:self.FINGERPRINT_VALUES].clone()
+
+    def _params_changed(self):
+        for ref, values in self._fingerprint:
+            p = ref()
+            if p is not None and not torch.equal(self._values(p), values):
+                return True
+        return False
 
     def _make_hook(self, in_optimizer_hook):
         """Makes the hook from the configuration, unless the script is in charge of capture.
