@@ -5,6 +5,7 @@
 #include "store/index_fast_parser.h"
 #include "store/index_file.h"
 #include "store/trial_impl.h"
+#include "trainscope/trial_format.h"
 
 namespace trainscope {
 
@@ -73,6 +74,17 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       p.file = &found[i];
       p.ok = false;
       p.slow.reset();
+      if (auto size = env_->GetFileSize(p.file->path);
+          size.ok() && *size > trial_format::kMaxIndexFileBytes) {
+        Status too_big = Status::Corruption(
+            "index file " + p.file->path + " is " + std::to_string(*size) +
+            " bytes, more than an index file may be (" +
+            std::to_string(trial_format::kMaxIndexFileBytes) + "): not read");
+        note(too_big);
+        std::lock_guard<std::mutex> l(mu_);
+        if (damaged_.size() < kMaxDamaged) damaged_.push_back(too_big.message());
+        continue;
+      }
       auto text = env_->ReadFile(p.file->path);
       if (!text.ok()) {
         // Gone (renamed away by a cleanup): skip it. Anything else: try again next refresh.

@@ -2,6 +2,8 @@
 // file and the byte offset) or NotFound, never a crash; undamaged steps still read.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "trainscope/trial.h"
@@ -132,6 +134,28 @@ TEST_F(TrialCorruptionTest, GarbageIndexFileIsReportedOnceAndSkipped) {
   EXPECT_TRUE(t->Refresh().ok());  // not read again
   EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_TRUE(t->Value("x", 3).ok());
+}
+
+// DamagedIndexFiles lists each damaged file once, and a sparse index file past
+// kMaxIndexFileBytes is refused by its size, never read into memory.
+TEST_F(TrialCorruptionTest, DamagedAndOversizedIndexFilesAreListedOnce) {
+  Write(Path("index/000000000/000000000007_worker_0.json"), "{\"meta\": {\"mode\": ");
+  const std::string huge = Path("index/000000000/000000000008_worker_0.json");
+  Write(huge, "{");
+  ASSERT_EQ(::truncate(huge.c_str(), static_cast<off_t>(trial_format::kMaxIndexFileBytes * 64)),
+            0);  // 4 GiB, sparse: no disk used
+  auto t = Open();
+  Status s = t->Refresh();
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  const std::vector<std::string> damaged = t->DamagedIndexFiles();
+  ASSERT_EQ(damaged.size(), 2u);
+  const std::string& big = damaged[0].find("000000000008") != std::string::npos ? damaged[0]
+                                                                              : damaged[1];
+  EXPECT_NE(big.find("4294967296 bytes"), std::string::npos) << big;
+  EXPECT_NE(big.find("not read"), std::string::npos) << big;
+  EXPECT_TRUE(t->Refresh().ok());  // not read again
+  EXPECT_EQ(t->DamagedIndexFiles().size(), 2u);
+  EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
 TEST_F(TrialCorruptionTest, IndexEntryPointingOutsideItsEventFile) {
