@@ -1,10 +1,8 @@
 #include "trainscope/finding.h"
 
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <limits>
 
 #include "actions/finding_json.h"

@@ -12,8 +12,14 @@ Result<std::string> Env::ReadRange(const std::string& path, uint64_t offset, siz
   return std::string(region->data() + offset, len);
 }
 
-Result<std::string> Env::ReadFile(const std::string& path) {
+Status FileTooLarge(const std::string& path, uint64_t size, uint64_t max_bytes) {
+  return Status::OutOfRange(path + " is " + std::to_string(size) + " bytes, more than the " +
+                            std::to_string(max_bytes) + " it may be: not read");
+}
+
+Result<std::string> Env::ReadFile(const std::string& path, uint64_t max_bytes) {
   TS_ASSIGN_OR_RETURN(auto region, MapFile(path));
+  if (region->size() > max_bytes) return FileTooLarge(path, region->size(), max_bytes);
   return std::string(region->view());
 }
 

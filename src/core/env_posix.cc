@@ -237,8 +237,14 @@ class PosixEnv final : public Env {
 
   // One open and reads to the end of that file, so a file replaced (renamed over) meanwhile is
   // read whole, old or new, never a mix.
-  Result<std::string> ReadFile(const std::string& path) override {
-    TS_ASSIGN_OR_RETURN(int fd, OpenRegularForRead(path));
+  Result<std::string> ReadFile(const std::string& path,
+                               uint64_t max_bytes = kNoSizeLimit) override {
+    uint64_t size = 0;
+    TS_ASSIGN_OR_RETURN(int fd, OpenRegularForRead(path, &size));
+    if (size > max_bytes) {
+      ::close(fd);
+      return FileTooLarge(path, size, max_bytes);
+    }
     std::string out;
     char buf[64 * 1024];
     for (;;) {

@@ -74,18 +74,15 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       p.file = &found[i];
       p.ok = false;
       p.slow.reset();
-      if (auto size = env_->GetFileSize(p.file->path);
-          size.ok() && *size > trial_format::kMaxIndexFileBytes) {
-        Status too_big = Status::Corruption(
-            "index file " + p.file->path + " is " + std::to_string(*size) +
-            " bytes, more than an index file may be (" +
-            std::to_string(trial_format::kMaxIndexFileBytes) + "): not read");
+      // Bounded: a larger file (sparse, runaway) is refused by its size, never read.
+      auto text = env_->ReadFile(p.file->path, trial_format::kMaxIndexFileBytes);
+      if (text.status().code() == StatusCode::kOutOfRange) {
+        Status too_big = Status::Corruption("index file " + text.status().message());
         note(too_big);
         std::lock_guard<std::mutex> l(mu_);
         if (damaged_.size() < kMaxDamaged) damaged_.push_back(too_big.message());
         continue;
       }
-      auto text = env_->ReadFile(p.file->path);
       if (!text.ok()) {
         // Gone (renamed away by a cleanup): skip it. Anything else: try again next refresh.
         if (text.status().code() != StatusCode::kNotFound) {

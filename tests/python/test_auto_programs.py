@@ -72,6 +72,15 @@ def python(program, *args):
     return [sys.executable, str(PROGRAMS / program), *args]
 
 
+def two_ranks(program, *args):
+    """`program` under torchrun with 2 processes on this machine (skips without torchrun)."""
+    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("no torchrun beside this Python")
+    return [str(torchrun), "--standalone", "--nproc_per_node", "2", str(PROGRAMS / program),
+            *args]
+
+
 def trial_of(path):
     from trainscope import create_trial
 
@@ -177,13 +186,9 @@ def test_torch_compile(tmp_path):
 
 
 def test_ddp_two_ranks_gloo(tmp_path):
-    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
-    if not torchrun.exists():
-        pytest.skip("no torchrun beside this Python")
     # Every rank writes: trainscope run asks for include_workers "all" (smdebug's default,
     # "one", would keep rank 0's only).
-    p, path = run_auto(tmp_path, [str(torchrun), "--standalone", "--nproc_per_node", "2",
-                                  str(PROGRAMS / "ddp_gloo.py"), "--steps", "30"])
+    p, path = run_auto(tmp_path, two_ranks("ddp_gloo.py", "--steps", "30"))
     assert p.returncode == 0, p.stderr[-3000:]
     assert_rules_evaluated(p, path)
     t = trial_of(path)
@@ -201,11 +206,7 @@ def test_fsdp_two_ranks_gloo(tmp_path):
     (flattened, as FSDP holds it): the ranks' shards of a weight add up to the whole of it."""
     from trainscope import modes
 
-    torchrun = pathlib.Path(sys.executable).with_name("torchrun")
-    if not torchrun.exists():
-        pytest.skip("no torchrun beside this Python")
-    p, path = run_auto(tmp_path, [str(torchrun), "--standalone", "--nproc_per_node", "2",
-                                  str(PROGRAMS / "fsdp_gloo.py"), "--steps", "30"])
+    p, path = run_auto(tmp_path, two_ranks("fsdp_gloo.py", "--steps", "30"))
     assert p.returncode == 0, p.stderr[-3000:]
     assert_no_finding(p, path)
     t = trial_of(path)

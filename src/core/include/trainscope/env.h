@@ -58,6 +58,9 @@ class ChangeNotifier {
   virtual Status Wait(std::chrono::milliseconds timeout, std::vector<DirChange>* out) = 0;
 };
 
+// ReadFile's OutOfRange for a file of `size` bytes over `max_bytes` (for Env implementations).
+Status FileTooLarge(const std::string& path, uint64_t size, uint64_t max_bytes);
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -74,7 +77,10 @@ class Env {
   virtual Result<std::shared_ptr<const FileRegion>> MapFile(const std::string& path) = 0;
   // Reads n bytes at offset; fewer only at end of file.
   virtual Result<std::string> ReadRange(const std::string& path, uint64_t offset, size_t n);
-  virtual Result<std::string> ReadFile(const std::string& path);
+  // The whole file. OutOfRange naming the file and its size when it is larger than max_bytes
+  // (judged by its size before anything is read).
+  static constexpr uint64_t kNoSizeLimit = ~uint64_t{0};
+  virtual Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = kNoSizeLimit);
   Status WriteFileAtomic(const std::string& path, std::string_view data, bool sync);
 
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
