@@ -1,9 +1,14 @@
 // Confusion (docs/rules/Confusion.md): the confusion matrix of an evaluation pass (or, in a run
 // without evaluation, of the last `window` training predictions at the end) has a class whose
 // recall is below min_diag, or whose samples go to one other class more than max_off_diag of the
-// time.
+// time, by more than the pass's sampling error (95 % Wilson bound). A pass followed by more
+// training is judged against the pass before it: a class must fail in both (a model still
+// learning a class is not confusing it); the run's last judged pass is the final model's and
+// fails on its own.
+#include <cmath>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "rules/class_util.h"
 
@@ -72,9 +77,7 @@ class Confusion : public BuiltinRule {
     auto [mode, mode_step] = data().StepMode(step);
     Verdict v;
     if (mode != Mode::kEval && !eval_matrix_.empty()) {
-      Evaluate(eval_matrix_, step, "the evaluation pass that ended at step " +
-                                       std::to_string(last_eval_step_), &v);
-      eval_matrix_.clear();
+      JudgePass(step, /*final=*/false, &v);
     }
     TS_ASSIGN_OR_RETURN(auto label_names, data().Select(labels_, step));
     TS_ASSIGN_OR_RETURN(auto pred_names, data().Select(predictions_, step));
@@ -110,13 +113,25 @@ class Confusion : public BuiltinRule {
     Verdict v;
     const int64_t step = last_step_ >= 0 ? last_step_ : last_step;
     if (!eval_matrix_.empty()) {
-      Evaluate(eval_matrix_, step, "the last evaluation pass", &v);
-      eval_matrix_.clear();
+      JudgePass(step, /*final=*/true, &v);
+    } else if (!last_pass_failures_.empty()) {
+      // The last pass was judged when training resumed after it, with no pass before it to
+      // confirm; it is the final model's last evaluation, so its failures stand on their own.
+      for (auto& f : last_pass_failures_) {
+        f.step = step;
+        f.explanation = "in the last evaluation pass (ended at step " +
+                        std::to_string(last_pass_end_) + "; no later pass)" + f.explanation;
+        v.Add(std::move(f));
+      }
+      last_pass_failures_.clear();
     } else if (!saw_eval_ && !recent_.empty()) {
       std::map<std::pair<int64_t, int64_t>, int64_t> m;
       for (const auto& lp : recent_) ++m[lp];
-      Evaluate(m, step, "the last " + std::to_string(recent_.size()) + " training predictions",
-               &v);
+      for (auto& [label, f] : Evaluate(m, step)) {
+        f.explanation = "in the last " + std::to_string(recent_.size()) +
+                        " training predictions" + f.explanation;
+        v.Add(std::move(f));
+      }
     }
     return v;
   }
@@ -134,17 +149,58 @@ class Confusion : public BuiltinRule {
   }
 
   size_t StateBytes() const override {
-    return eval_matrix_.size() * 64 + recent_.size() * 16 + 128;
+    return eval_matrix_.size() * 64 + recent_.size() * 16 + prev_failing_.size() * 48 +
+           last_pass_failures_.size() * 512 + 128;
   }
 
  private:
   static constexpr size_t kMaxCells = 1000000;
 
-  void Evaluate(const std::map<std::pair<int64_t, int64_t>, int64_t>& m, int64_t step,
-                const std::string& what, Verdict* v) {
+  // 95 % Wilson score interval of a proportion k/n: the bounds a pass's sampling error allows.
+  static double WilsonBound(int64_t k, int64_t n, bool upper) {
+    constexpr double z = 1.959963984540054;
+    const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
+    const double centre = p + z * z / (2 * nn);
+    const double spread = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
+    return (upper ? centre + spread : centre - spread) / (1 + z * z / nn);
+  }
+
+  // Judges the evaluation pass in eval_matrix_ at `step`. A pass that more training follows
+  // reports only the classes that also failed at the pass before it; its other failures wait
+  // (for the next pass, or for Finish when no pass follows).
+  void JudgePass(int64_t step, bool final, Verdict* v) {
+    const std::string what = final ? "the last evaluation pass"
+                                   : "the evaluation pass that ended at step " +
+                                         std::to_string(last_eval_step_);
+    auto failures = Evaluate(eval_matrix_, step);
+    eval_matrix_.clear();
+    std::set<int64_t> failing;
+    std::vector<RuleFinding> waiting;
+    for (auto& [label, f] : failures) {
+      failing.insert(label);
+      if (final || prev_failing_.count(label)) {
+        f.explanation = "in " + what +
+                        (final || prev_failing_.empty() ? "" : " and the pass before it") +
+                        f.explanation;
+        v->Add(std::move(f));
+      } else {
+        waiting.push_back(std::move(f));
+      }
+    }
+    prev_failing_ = std::move(failing);
+    last_pass_failures_ = final ? std::vector<RuleFinding>{} : std::move(waiting);
+    last_pass_end_ = last_eval_step_;
+  }
+
+  // The failing classes of matrix `m` and their findings (explanations to follow "in <what>"),
+  // judged at `step`:
+  // recall below min_diag, or one off-diagonal share above max_off_diag, each beyond the
+  // 95 % Wilson bound of the class's sample count.
+  std::vector<std::pair<int64_t, RuleFinding>> Evaluate(
+      const std::map<std::pair<int64_t, int64_t>, int64_t>& m, int64_t step) {
+    std::vector<std::pair<int64_t, RuleFinding>> out;
     std::map<int64_t, int64_t> row_total;
     for (const auto& [lp, n] : m) row_total[lp.first] += n;
-    int found = 0;
     for (const auto& [label, total] : row_total) {
       if (total < kMinClassSamples) continue;
       int64_t right = 0, worst_n = 0, worst_p = -1;
@@ -159,30 +215,30 @@ class Confusion : public BuiltinRule {
       }
       const double recall = static_cast<double>(right) / static_cast<double>(total);
       const double off = static_cast<double>(worst_n) / static_cast<double>(total);
-      const bool low = recall < min_diag_;
-      const bool confused = off > max_off_diag_;
+      const bool low = WilsonBound(right, total, /*upper=*/true) < min_diag_;
+      const bool confused = WilsonBound(worst_n, total, /*upper=*/false) > max_off_diag_;
       if (!low && !confused) continue;
-      if (++found > kMaxFindings) break;
+      if (static_cast<int>(out.size()) >= kMaxFindings) break;
       RuleFinding f = NewFinding(step);
       f.tensor = tensor_;
       f.value = low ? recall : off;
       f.threshold = low ? min_diag_ : max_off_diag_;
       f.condition = low ? "confusion[c][c] / samples of c < min_diag"
                         : "confusion[c][p] / samples of c > max_off_diag";
-      f.explanation = "in " + what + ", class " + std::to_string(label) + " (" +
-                      std::to_string(total) + " samples) is predicted right " + Percent(recall) +
-                      " of the time" +
+      f.explanation = ", class " + std::to_string(label) + " (" + std::to_string(total) +
+                      " samples) is predicted right " + Percent(recall) + " of the time" +
                       (worst_p >= 0 ? " and as class " + std::to_string(worst_p) + " " +
                                           Percent(off) + " of the time"
                                     : "") +
                       " (min_diag " + Num(min_diag_) + ", max_off_diag " + Num(max_off_diag_) +
-                      ")";
+                      ", beyond the sampling error of " + std::to_string(total) + " samples)";
       f.recommendation =
           "the model confuses these classes: look at misclassified examples of them, check "
           "their labels, add data or augmentation for the weak class, weight it in the loss, or "
           "train longer if the whole matrix is still poor";
-      v->Add(std::move(f));
+      out.emplace_back(label, std::move(f));
     }
+    return out;
   }
 
   std::optional<int64_t> category_no_;
@@ -195,6 +251,9 @@ class Confusion : public BuiltinRule {
   int64_t last_eval_step_ = -1;
   int64_t last_step_ = -1;
   std::string tensor_;
+  std::set<int64_t> prev_failing_;               // classes failing at the last judged pass
+  std::vector<RuleFinding> last_pass_failures_;  // its failures not reported yet
+  int64_t last_pass_end_ = -1;
 };
 
 }  // namespace
