@@ -661,6 +661,7 @@ int RunRun(RunOptions o) {
                          {"seconds", elapsed},
                          {"exit_code", code},
                          {"rules", StatusesJson(statuses)},
+                         {"diagnosis", DiagnosesJson(statuses)},
                          {"stop_request", stop ? *stop : nlohmann::json(nullptr)},
                          {"incomplete", IncompleteJson(incomplete)}};
   const auto last_saved = LastSavedStep(o.out);
@@ -688,19 +689,7 @@ int RunRun(RunOptions o) {
             << " after " << FormatDuration(elapsed) << "; trial " << EscapeForTerminal(o.out)
             << "\n\n"
             << RenderStatusTable(statuses);
-  for (const auto& r : statuses) {
-    if (!r.first_finding.is_object()) continue;
-    const int64_t step = JsonInt(r.first_finding, "step", -1);
-    std::string text = r.rule;
-    // Profiler findings may have no step.
-    if (step >= 0) text += " at step " + std::to_string(step);
-    const std::string tensor = JsonString(r.first_finding, "tensor");
-    if (!tensor.empty()) text += " on " + tensor;
-    std::cout << "\n" << EscapeForTerminal(text) << ":\n  "
-              << EscapeForTerminal(JsonString(r.first_finding, "explanation")) << "\n";
-    const std::string rec = JsonString(r.first_finding, "recommendation");
-    if (!rec.empty()) std::cout << "  what to do: " << EscapeForTerminal(rec) << "\n";
-  }
+  std::cout << RenderDiagnoses(statuses);
   if (stop) std::cout << "\n" << DescribeStop(*stop, o.out);
   if (!incomplete.empty()) std::cout << "\n" << DescribeIncomplete(incomplete);
   std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out)

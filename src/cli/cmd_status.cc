@@ -10,6 +10,7 @@
 #include "cli/rule_status.h"
 #include "cli/table.h"
 #include "cli/trial_folder.h"
+#include "trainscope/diagnosis.h"
 #include "trainscope/env.h"
 #include "trainscope/rule_registry.h"
 #include "trainscope/trial.h"
@@ -107,6 +108,85 @@ std::string RenderStatusTable(const std::vector<RuleStatusView>& rules) {
               r.first_finding_step >= 0 ? std::to_string(r.first_finding_step) : "-", what});
   }
   return t.Render(60, OutputWidth());
+}
+
+namespace {
+
+std::vector<Diagnosis> DiagnoseStatuses(const std::vector<RuleStatusView>& rules) {
+  std::vector<FindingSummary> findings;
+  for (const auto& r : rules) {
+    if (!r.first_finding.is_object()) continue;
+    FindingSummary f;
+    f.rule = r.rule;
+    f.step = JsonInt(r.first_finding, "step", -1);
+    f.tensor = JsonString(r.first_finding, "tensor");
+    f.condition = JsonString(r.first_finding, "condition");
+    f.explanation = JsonString(r.first_finding, "explanation");
+    f.recommendation = JsonString(r.first_finding, "recommendation");
+    findings.push_back(std::move(f));
+  }
+  return Diagnose(std::move(findings));
+}
+
+// "DeadRelu at step 20 on relu1_output_0".
+std::string FindingHeadline(const FindingSummary& f) {
+  std::string text = f.rule;
+  if (f.step >= 0) text += " at step " + std::to_string(f.step);  // profiler findings: none
+  if (!f.tensor.empty()) text += " on " + f.tensor;
+  return text;
+}
+
+nlohmann::json StepJson(int64_t step) { return step >= 0 ? nlohmann::json(step) : nullptr; }
+
+}  // namespace
+
+std::string RenderDiagnoses(const std::vector<RuleStatusView>& rules) {
+  const auto diagnoses = DiagnoseStatuses(rules);
+  const size_t width = OutputWidth() > 12 ? OutputWidth() - 4 : 60;
+  std::string out;
+  auto wrapped = [&](const std::string& text, const std::string& indent) {
+    for (const auto& line : WrapText(EscapeForTerminal(text), width + 4 - indent.size())) {
+      out += indent + line + "\n";
+    }
+  };
+  for (const auto& d : diagnoses) {
+    const bool chain = d.stage != "other";
+    out += "\n";
+    wrapped(FindingHeadline(d.cause) +
+                (chain && !d.evidence.empty() ? " (" + d.stage + ": the likely root cause of the " +
+                                                    std::to_string(d.evidence.size()) +
+                                                    (d.evidence.size() == 1 ? " finding" : " findings") +
+                                                    " below):"
+                                              : ":"),
+            "");
+    wrapped(d.cause.explanation, "  ");
+    if (!d.cause.recommendation.empty()) wrapped("what to do: " + d.cause.recommendation, "  ");
+    for (const auto& e : d.evidence) {
+      wrapped("follows from it: " + FindingHeadline(e) + ": " + e.explanation, "  ");
+    }
+  }
+  return out;
+}
+
+nlohmann::json DiagnosesJson(const std::vector<RuleStatusView>& rules) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : DiagnoseStatuses(rules)) {
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const auto& e : d.evidence) {
+      evidence.push_back({{"rule", e.rule},
+                          {"step", StepJson(e.step)},
+                          {"tensor", e.tensor},
+                          {"explanation", e.explanation}});
+    }
+    out.push_back({{"cause", d.cause.rule},
+                   {"stage", d.stage},
+                   {"step", StepJson(d.cause.step)},
+                   {"tensor", d.cause.tensor},
+                   {"explanation", d.cause.explanation},
+                   {"recommendation", d.cause.recommendation},
+                   {"evidence", std::move(evidence)}});
+  }
+  return out;
 }
 
 int RulesExitCode(const std::vector<RuleStatusView>& rules) {
@@ -244,6 +324,7 @@ int RunStatus(const std::string& dir, bool json) {
   const int code = WithIncomplete(RulesExitCode(rules), !incomplete.empty());
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
+    j["diagnosis"] = DiagnosesJson(rules);
     j["incomplete"] = IncompleteJson(incomplete);
     j["exit_code"] = code;
     j["stop_request"] = stop ? *stop : nlohmann::json(nullptr);
@@ -256,7 +337,7 @@ int RunStatus(const std::string& dir, bool json) {
     if (rules.empty()) {
       std::cout << "no rule has run on this trial (run one with `trainscope run --rule NAME -- ...`)\n";
     } else {
-      std::cout << RenderStatusTable(rules);
+      std::cout << RenderStatusTable(rules) << RenderDiagnoses(rules);
     }
     if (stop) std::cout << "\n" << DescribeStop(*stop, dir);
     if (!incomplete.empty()) std::cout << "\n" << DescribeIncomplete(incomplete);

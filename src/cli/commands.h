@@ -51,6 +51,14 @@ const char* ParamTypeName(ParamType type);
 nlohmann::json StatusesJson(const std::vector<RuleStatusView>& rules);
 // The statuses as a table (escaped, long messages wrapped to the terminal or 100 columns).
 std::string RenderStatusTable(const std::vector<RuleStatusView>& rules);
+// The rules' first findings as diagnoses (Diagnose, trainscope/diagnosis.h): the root cause
+// first with the findings it explains under it, each cause's explanation and what to do; escaped
+// and wrapped for a terminal. Empty when no rule found anything.
+std::string RenderDiagnoses(const std::vector<RuleStatusView>& rules);
+// The same as the "diagnosis" value of `run --json` and `status --json`: [{"cause": RULE,
+// "stage": ..., "step": N or null, "tensor", "explanation", "recommendation", "evidence":
+// [{"rule", "step", "tensor", "explanation"}]}].
+nlohmann::json DiagnosesJson(const std::vector<RuleStatusView>& rules);
 // The trial's last saved global step (with show_incomplete), and whether its training ended;
 // nullopt when the folder holds no step (or no readable trial).
 struct LastStep {

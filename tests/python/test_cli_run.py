@@ -408,3 +408,35 @@ def test_a_hook_writing_outside_the_watched_trial_is_named(tmp_path):
     p = subprocess.run(_run_argv(tmp_path / "same", "--rule", "VanishingGradient", code=same),
                        capture_output=True, text=True, env=_env(), timeout=300)
     assert "this hook writes its trial to" not in p.stderr, p.stderr[-3000:]
+
+
+def test_findings_of_one_problem_are_one_diagnosis_led_by_its_root_cause(tmp_path):
+    """The main job's problem without the stop action: dead ReLUs after a too-high learning rate,
+    then a loss that no longer learns and weights that no longer move. The summary, `status` and
+    both JSON outputs lead with the dead units (the upstream signal, first seen) and list the
+    other findings under it as following from it, not as three problems in alphabetical order."""
+    trial = tmp_path / "t"
+    summary = tmp_path / "summary.json"
+    p = subprocess.run(
+        [CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
+         "--json-out", str(summary), "--", sys.executable,
+         str(REPO / "examples" / "pytorch" / "digits_mlp.py"), "--lr", "1.0", "--epochs", "8"],
+        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert p.returncode == 3, (p.stdout[-3000:], p.stderr[-3000:])
+    code, status = _status_json(trial)
+    found = sorted(r["rule"] for r in status["rules"] if r["status"] == "IssuesFound")
+    assert "DeadRelu" in found and len(found) >= 2, found  # one problem, several rules
+    for d in (status["diagnosis"], json.loads(summary.read_text())["diagnosis"]):
+        assert len(d) == 1, d
+        assert d[0]["cause"] == "DeadRelu" and d[0]["stage"] == "units", d
+        assert sorted([d[0]["cause"]] + [e["rule"] for e in d[0]["evidence"]]) == found
+        assert d[0]["recommendation"]
+    out = p.stdout[p.stdout.index("trainscope: training finished"):]
+    lead = out.index("DeadRelu at step")
+    assert "the likely root cause of the" in out[lead:lead + 200], out
+    evidence = [line for line in out.splitlines() if line.startswith("  follows from it: ")]
+    assert len(evidence) == len(found) - 1, out
+    assert all(out.index(line) > lead for line in evidence)
+    text = subprocess.run([CLI, "status", str(trial)], capture_output=True, text=True,
+                          env=_env()).stdout
+    assert text.index("DeadRelu at step") < text.index("follows from it: "), text

@@ -1,0 +1,61 @@
+// Diagnose: one diagnosis from the findings of many rules (docs/rules/README.md, "One
+// diagnosis"). When one problem makes several rules fire (a learning rate far too high: the loss
+// blows up, then units die, then gradients vanish), a user needs the root cause first and the
+// other findings as its evidence, not a pile of symptoms in alphabetical order.
+//
+// The model: each built-in rule judges a stage of training, and a problem propagates downstream,
+// never up:
+//   input data      CheckInputImages, NLPSequenceRatio, ClassImbalance, AllZero
+//   initialisation  PoorWeightInitialization
+//   divergence      ExplodingTensor, LossNotDecreasing when it finds a divergence or a rise
+//   units           DeadRelu, SaturatedActivation
+//   gradients       VanishingGradient, WeightUpdateRatio, UnchangedTensor, TensorVariance
+//   loss            LossNotDecreasing (not learning), StalledTrainingRule
+//   generalisation  Overfit, Overtraining, Confusion, SimilarAcrossRuns
+// Profiler rules, custom rules and unknown names judge nothing in this chain: each is a
+// diagnosis of its own.
+//
+// The root cause is the finding whose signal moved first: the earliest step, findings less than
+// kCoincidentSteps apart counting as simultaneous (the default collections are saved every 10
+// steps, so a rule can see a signal up to 10 steps after another saw its own), and among
+// simultaneous ones the most upstream stage. Every later finding of the same or a downstream
+// stage is evidence under it; a finding upstream of it that came later (a separate problem)
+// starts a diagnosis of its own, by the same ordering. Diagnoses come in the order of their
+// cause's step (then stage); those of the "other" stage last, by step.
+//
+// Thread safety: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainscope {
+
+// One rule's first finding, as status.json and events.jsonl give it.
+struct FindingSummary {
+  std::string rule;
+  int64_t step = -1;      // -1: no step (a profiler finding)
+  std::string tensor;
+  std::string condition;  // RuleFinding::condition (tells LossNotDecreasing's kinds apart)
+  std::string explanation;
+  std::string recommendation;
+};
+
+struct Diagnosis {
+  FindingSummary cause;
+  std::string stage;                   // the cause's stage ("divergence", ...; "other")
+  std::vector<FindingSummary> evidence;  // in order of step
+};
+
+inline constexpr int64_t kCoincidentSteps = 10;
+
+// The stage of a finding (see above): "input data", "initialisation", "divergence", "units",
+// "gradients", "loss", "generalisation", or "other".
+std::string DiagnosisStage(const FindingSummary& f);
+
+// The findings grouped into diagnoses (see above); every finding appears exactly once, as a
+// cause or as evidence.
+std::vector<Diagnosis> Diagnose(std::vector<FindingSummary> findings);
+
+}  // namespace trainscope
