@@ -33,6 +33,7 @@
 #include "trainscope/finding.h"
 #include "trainscope/hook_config.h"
 #include "trainscope/metrics_feed.h"
+#include "trainscope/out_dir_lock.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
@@ -410,6 +411,14 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
     ::close(fd);
     if (err != EWOULDBLOCK) {
       return Status::IOError("cannot lock " + path + ": " + std::strerror(err));
+    }
+    // Hooks of a training started without `trainscope run` hold run.lock shared and their
+    // worker_<rank>.lock exclusively (out_dir_lock.h); the file then still names an old run.
+    if (std::string hooks = DescribeHookWriters(out); !hooks.empty()) {
+      return Status::Unavailable(
+          out + " is being written by a training started without `trainscope run` (" + hooks +
+          "; lock " + path + "): one training writes a trial at a time; wait for it to end or "
+          "choose another --out");
     }
     auto j = nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), nullptr,
                                    false);
