@@ -414,7 +414,7 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
     }
     // Hooks of a training started without `trainscope run` hold run.lock shared and their
     // worker_<rank>.lock exclusively (out_dir_lock.h); the file then still names an old run.
-    if (std::string hooks = DescribeHookWriters(out); !hooks.empty()) {
+    if (std::string hooks = capture::DescribeHookWriters(out); !hooks.empty()) {
       return Status::Unavailable(
           out + " is being written by a training started without `trainscope run` (" + hooks +
           "; lock " + path + "): one training writes a trial at a time; wait for it to end or "
