@@ -108,9 +108,10 @@ def _convert(name, value, default, class_name):
             try:
                 return kind(value)
             except ValueError:
+                what = "an integer" if kind is int else "a number"
                 raise CustomRuleError(
-                    f"{class_name}: parameter {name}={value!r}: must be {'an integer' if kind is int else 'a number'} "
-                    f"(its default is {default})") from None
+                    f"{class_name}: parameter {name}={value!r}: must be {what} (its default is "
+                    f"{default})") from None
     return value
 
 
