@@ -155,11 +155,14 @@ Result<RuleParams> CheckPythonRule(const std::string& python, const RuleSpec& sp
   while (::waitpid(*pid, &ws, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(ws) || (WEXITSTATUS(ws) != 0 && WEXITSTATUS(ws) != 2)) {
+    // Its last line says why (a traceback's exception).
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    if (const auto nl = out.find_last_of('\n'); nl != std::string::npos) out = out.substr(nl + 1);
     return Status::InvalidArgument(
         where + "cannot check the rule with " + python + " -m " + kModule + " (it " +
         DescribeWaitStatus(ws) + "): custom rules run in a Python that imports trainscope; set "
         "TRAINSCOPE_PYTHON to that interpreter (now: " + python + ")" +
-        (out.empty() ? "" : "; it said: " + out.substr(0, 2000)));
+        (out.empty() ? "" : "; it said: " + out.substr(0, 1000)));
   }
   if (WEXITSTATUS(ws) == 2) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
