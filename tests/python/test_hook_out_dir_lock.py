@@ -54,7 +54,7 @@ def _tags(out):
 
     tr = trainscope.create_trial(str(out))
     t = tr.tensor("tag")
-    return {float(t.value(s)) for s in t.steps()}, tr.workers()
+    return {float(t.value(s).reshape(-1)[0]) for s in t.steps()}, tr.workers()
 
 
 def test_a_second_training_on_the_same_out_dir_is_refused_and_runs_on(tmp_path):

@@ -29,8 +29,9 @@ opt = torch.optim.SGD(model.parameters(), lr=0.05)
 if out_dir == "-":
     hook = ts.Hook.create_from_json_file()
 else:
+    # Every rank writes its own worker (RANK/WORLD_SIZE), as `trainscope run` configures it.
     hook = ts.Hook(out_dir=out_dir, save_config=ts.SaveConfig(save_interval=1),
-                   include_collections=["losses"])
+                   include_collections=["losses"], include_workers="all")
 hook.register_module(model)
 hook.register_loss(loss_fn)
 x, y = torch.randn(32, 4), torch.randn(32, 1)
