@@ -238,7 +238,8 @@ Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   // One training writes an out_dir at a time: another writer's hold refuses this hook, which
   // then saves nothing and says so once (fail open: the training goes on).
   if (impl->writes && !config.out_dir.empty()) {
-    auto lock = capture::OutDirLock::Acquire(config.out_dir, impl->worker, impl->world_size);
+    auto lock = capture::OutDirLock::Acquire(config.out_dir, impl->worker, impl->world_size,
+                                             impl->env);
     if (lock.ok()) {
       impl->out_dir_lock = std::move(*lock);
     } else if (lock.status().code() == StatusCode::kUnavailable) {

@@ -136,12 +136,12 @@ std::string DescribeHookWriters(const std::string& out_dir) {
 
 Result<std::unique_ptr<OutDirLock>> OutDirLock::Acquire(const std::string& out_dir,
                                                         const std::string& worker,
-                                                        int world_size) {
+                                                        int world_size, Env* env) {
   const char* off = std::getenv("TRAINSCOPE_LOCK");
-  if (off != nullptr && std::string(off) == "0") {
+  if (env == nullptr) env = Env::Default();
+  if ((off != nullptr && std::string(off) == "0") || env != Env::Default()) {
     return std::unique_ptr<OutDirLock>(new OutDirLock(""));
   }
-  Env* env = Env::Default();
   const std::string meta = JoinPath(out_dir, kMetaDir);
   TS_RETURN_IF_ERROR(env->CreateDirs(meta));
   const std::string real_out = Real(out_dir);

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "trainscope/env.h"
 #include "trainscope/status.h"
 
 namespace trainscope::capture {
@@ -30,10 +31,13 @@ namespace trainscope::capture {
 class OutDirLock {
  public:
   // Takes the locks for `worker` of `out_dir` (creating <out_dir>/.trainscope/), or returns an
-  // empty lock when none is needed (see above). Unavailable, naming the owner and what to do,
-  // when another writer holds them; IOError when the files cannot be made or locked.
+  // empty lock when none is needed (see above; also for an `env` other than Env::Default(), an
+  // in-memory or fault-injecting one: flock(2) needs the real file system). Unavailable, naming
+  // the owner and what to do, when another writer holds them; IOError when the files cannot be
+  // made or locked. `env`: nullptr = Env::Default().
   static Result<std::unique_ptr<OutDirLock>> Acquire(const std::string& out_dir,
-                                                     const std::string& worker, int world_size);
+                                                     const std::string& worker, int world_size,
+                                                     Env* env = nullptr);
   ~OutDirLock();  // releases (the last hook of the process on the folder unlocks)
   OutDirLock(const OutDirLock&) = delete;
   OutDirLock& operator=(const OutDirLock&) = delete;
