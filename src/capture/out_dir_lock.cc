@@ -83,11 +83,11 @@ std::string DescribeLockOwner(const std::string& text, const std::string& fallba
   auto str = [&](const char* k) {
     return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
   };
-  std::string owner = "pid " +
-                      (j.contains("pid") && j["pid"].is_number_integer()
-                           ? std::to_string(j["pid"].get<int64_t>())
-                           : std::string("?")) +
-                      " on " + str("host") + ", started " + str("started");
+  std::string owner =
+      "pid " +
+      (j.contains("pid") && j["pid"].is_number_integer() ? std::to_string(j["pid"].get<int64_t>())
+                                                         : std::string("?")) +
+      " on " + str("host") + ", started " + str("started");
   if (j.contains("command")) {
     std::string cmd;
     if (j["command"].is_array()) {
@@ -127,16 +127,15 @@ std::string DescribeHookWriters(const std::string& out_dir) {
       ::close(fd);  // nobody holds it
       continue;
     }
-    out += (out.empty() ? "" : "; ") +
-           DescribeLockOwner(ReadOwner(fd), "a hook (" + path + ")");
+    out += (out.empty() ? "" : "; ") + DescribeLockOwner(ReadOwner(fd), "a hook (" + path + ")");
     ::close(fd);
   }
   return out;
 }
 
 Result<std::unique_ptr<OutDirLock>> OutDirLock::Acquire(const std::string& out_dir,
-                                                        const std::string& worker,
-                                                        int world_size, Env* env) {
+                                                        const std::string& worker, int world_size,
+                                                        Env* env) {
   const char* off = std::getenv("TRAINSCOPE_LOCK");
   if (env == nullptr) env = Env::Default();
   if ((off != nullptr && std::string(off) == "0") || env != Env::Default()) {
@@ -203,8 +202,7 @@ Result<std::unique_ptr<OutDirLock>> OutDirLock::Acquire(const std::string& out_d
                    {"worker", worker},
                    {"world_size", world_size}};
   const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (::ftruncate(h.worker_fd, 0) != 0 ||
-      ::pwrite(h.worker_fd, text.data(), text.size(), 0) < 0) {
+  if (::ftruncate(h.worker_fd, 0) != 0 || ::pwrite(h.worker_fd, text.data(), text.size(), 0) < 0) {
     // The lock holds; only its description is missing.
   }
   h.refs = 1;

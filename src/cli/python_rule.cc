@@ -100,9 +100,8 @@ bool ReadLine(int fd, std::string* buffer, std::string* line,
 }
 
 bool LooksLikePython(const std::string& word) {
-  const std::string base = word.substr(word.find_last_of('/') == std::string::npos
-                                           ? 0
-                                           : word.find_last_of('/') + 1);
+  const std::string base =
+      word.substr(word.find_last_of('/') == std::string::npos ? 0 : word.find_last_of('/') + 1);
   if (base.rfind("python", 0) != 0) return false;
   for (char c : base.substr(6)) {
     if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return false;
@@ -139,9 +138,9 @@ std::string ResolvePython(const std::vector<std::string>& command) {
 Result<RuleParams> CheckPythonRule(const std::string& python, const RuleSpec& spec) {
   const std::string where = "--rule-file " + FormatRuleSpec(spec) + ": ";
   int fd = -1;
-  auto pid = Spawn({python, "-m", kModule, "check", spec.python_file, spec.name,
-                    ParamsJson(spec.params)},
-                   false, &fd);
+  auto pid =
+      Spawn({python, "-m", kModule, "check", spec.python_file, spec.name, ParamsJson(spec.params)},
+            false, &fd);
   if (!pid.ok()) return Status::InvalidArgument(where + pid.status().message());
   // stdout and stderr: the child's stderr goes to ours only through the socket (one message).
   std::string buffer, out;
@@ -158,11 +157,12 @@ Result<RuleParams> CheckPythonRule(const std::string& python, const RuleSpec& sp
     // Its last line says why (a traceback's exception).
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     if (const auto nl = out.find_last_of('\n'); nl != std::string::npos) out = out.substr(nl + 1);
-    return Status::InvalidArgument(
-        where + "cannot check the rule with " + python + " -m " + kModule + " (it " +
-        DescribeWaitStatus(ws) + "): custom rules run in a Python that imports trainscope; set "
-        "TRAINSCOPE_PYTHON to that interpreter (now: " + python + ")" +
-        (out.empty() ? "" : "; it said: " + out.substr(0, 1000)));
+    return Status::InvalidArgument(where + "cannot check the rule with " + python + " -m " +
+                                   kModule + " (it " + DescribeWaitStatus(ws) +
+                                   "): custom rules run in a Python that imports trainscope; set "
+                                   "TRAINSCOPE_PYTHON to that interpreter (now: " +
+                                   python + ")" +
+                                   (out.empty() ? "" : "; it said: " + out.substr(0, 1000)));
   }
   if (WEXITSTATUS(ws) == 2) {
     while (!out.empty() && out.back() == '\n') out.pop_back();
@@ -171,8 +171,8 @@ Result<RuleParams> CheckPythonRule(const std::string& python, const RuleSpec& sp
   // The answer is the last line (the rule file may print while it is imported).
   while (!out.empty() && out.back() == '\n') out.pop_back();
   const auto last = out.find_last_of('\n');
-  auto j = nlohmann::json::parse(last == std::string::npos ? out : out.substr(last + 1), nullptr,
-                                 false);
+  auto j =
+      nlohmann::json::parse(last == std::string::npos ? out : out.substr(last + 1), nullptr, false);
   if (!j.is_object() || !j.contains("parameters") || !j["parameters"].is_object()) {
     return Status::InvalidArgument(where + "unexpected answer from " + python + " -m " + kModule +
                                    ": " + out.substr(0, 2000));
@@ -215,8 +215,8 @@ Status PythonRule::Ended(const std::string& doing) {
       pid_ = -1;
     }
   }
-  return Status::Internal("the Python process of rule " + name() + " (" + spec_.python_file +
-                          ") " + how + " while " + doing + " (its stderr says why)");
+  return Status::Internal("the Python process of rule " + name() + " (" + spec_.python_file + ") " +
+                          how + " while " + doing + " (its stderr says why)");
 }
 
 Status PythonRule::OnBind() {
@@ -229,12 +229,13 @@ Status PythonRule::OnBind() {
   if (!ReadLine(fd_, &buffer_, &line)) return Ended("creating the rule");
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (!j.is_object()) {
-    return Status::Internal("rule " + name() + ": unexpected answer from its Python process: " +
-                            line.substr(0, 500));
+    return Status::Internal("rule " + name() +
+                            ": unexpected answer from its Python process: " + line.substr(0, 500));
   }
   if (j.contains("error")) {
     std::string msg = j["error"].is_string() ? j["error"].get<std::string>() : j["error"].dump();
-    if (j.contains("where") && j["where"].is_string()) msg += " (" + j["where"].get<std::string>() + ")";
+    if (j.contains("where") && j["where"].is_string())
+      msg += " (" + j["where"].get<std::string>() + ")";
     return Status::InvalidArgument(msg);
   }
   if (j.contains("parameters") && j["parameters"].is_object()) {
@@ -265,8 +266,8 @@ Result<Verdict> PythonRule::InvokeAtStep(int64_t step) {
   TS_ASSIGN_OR_RETURN(std::string line, Call("step " + std::to_string(step) + "\n", step));
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (!j.is_object()) {
-    return Status::Internal("rule " + name() + ": unexpected answer from its Python process: " +
-                            line.substr(0, 500));
+    return Status::Internal("rule " + name() +
+                            ": unexpected answer from its Python process: " + line.substr(0, 500));
   }
   if (j.contains("nodata")) {
     return Status::NotFound(j["nodata"].is_string() ? j["nodata"].get<std::string>() : "no data");
@@ -276,8 +277,7 @@ Result<Verdict> PythonRule::InvokeAtStep(int64_t step) {
     if (j.contains("where") && j["where"].is_string() && !j["where"].get<std::string>().empty()) {
       msg += " (" + j["where"].get<std::string>() + ")";
     }
-    return Status::Internal(name() + ".invoke_at_step(" + std::to_string(step) + ") raised " +
-                            msg);
+    return Status::Internal(name() + ".invoke_at_step(" + std::to_string(step) + ") raised " + msg);
   }
   Verdict v;
   if (j.value("met", false)) {

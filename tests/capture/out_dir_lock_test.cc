@@ -2,6 +2,8 @@
 // folder's locks, the run's own trial and other Envs take none, a held worker lock is named to
 // a `trainscope run`, and it is released with the last hook. Two processes: the Python suite
 // (tests/python/test_hook_out_dir_lock.py).
+#include "trainscope/out_dir_lock.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,7 +11,6 @@
 
 #include "actions/test_util.h"
 #include "trainscope/hook.h"
-#include "trainscope/out_dir_lock.h"
 
 namespace trainscope::capture {
 namespace {
