@@ -199,8 +199,8 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
       ActionContext context;
       context.trial_dir = o.out;
       if (auto set = ActionSet::Create(s.actions, context); !set.ok()) {
-        return Status::InvalidArgument("--rule " + FormatRuleSpec(s) + ": " +
-                                       set.status().message());
+        return Status::InvalidArgument((s.python_file.empty() ? "--rule " : "--rule-file ") +
+                                       FormatRuleSpec(s) + ": " + set.status().message());
       }
     }
   }

@@ -222,13 +222,14 @@ def test_a_custom_rule_that_hangs_is_killed_at_the_rules_timeout(tmp_path):
     ("RULES:LossAbove:threshold=high", "parameter threshold='high': must be a number"),
     ("RULES:NeedsLimit", "parameter 'limit' has no default: give it"),
     ("RULES", "write FILE.py:CLASS"),
-    ("RULES:LossAbove@nosuchaction", "--rule"),
+    ("RULES:LossAbove@nosuchaction", 'rules.py:LossAbove@nosuchaction: action 1 "nosuchaction": '
+                                     'unknown action'),
 ])
 def test_a_bad_custom_rule_is_refused_before_the_training(tmp_path, spec, message):
     p, summary, trial, marker = _run(tmp_path, "--rule-file", spec)
     assert p.returncode == 2, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
     assert message in p.stderr, p.stderr
-    assert "--rule-file" in p.stderr or "--rule " in p.stderr
+    assert "trainscope run: --rule-file " in p.stderr
     assert not marker.exists(), "the training ran"
     assert not (trial / "rule-output").exists()
 
