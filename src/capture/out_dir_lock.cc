@@ -68,7 +68,7 @@ int OpenLockFile(const std::string& path) {
   return ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
-const char* kWhatToDo =
+constexpr const char* kWhatToDo =
     "; this hook saves nothing (the training goes on). One training writes an out_dir at a "
     "time: give this one another out_dir, or wait for the other to end. The ranks of one "
     "multi-worker training share a trial, each as its own worker (RANK/WORLD_SIZE, "

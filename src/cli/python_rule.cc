@@ -39,6 +39,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, bool serve, int* fd) {
     return Status::IOError(std::string("socketpair: ") + std::strerror(errno));
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t parent = ::getpid();
@@ -122,8 +123,11 @@ Result<RuleSpec> ParsePythonRuleSpec(const std::string& text) {
   spec.text = text;
   for (char c : spec.name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-      return Status::InvalidArgument("--rule-file '" + text + "': '" + spec.name +
-                                     "' is not a Python class name; " + form);
+      std::string msg = "--rule-file '" + text + "': '";
+      msg += spec.name;
+      msg += "' is not a Python class name; ";
+      msg += form;
+      return Status::InvalidArgument(msg);
     }
   }
   return spec;
