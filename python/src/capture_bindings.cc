@@ -590,6 +590,7 @@ void RegisterCapture(py::module_& m) {
         d["raw_bytes"] = s.raw_bytes;
         d["errors"] = s.errors;
         d["plans_built"] = s.plans_built;
+        d["out_dir_refused"] = s.out_dir_refused;
         return d;
       });
 }

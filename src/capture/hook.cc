@@ -8,6 +8,7 @@
 
 #include "capture/planner.h"
 #include "capture/workers.h"
+#include "trainscope/out_dir_lock.h"
 #include "trainscope/terminal_escape.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
@@ -26,6 +27,8 @@ class Hook::Impl {
   std::string worker;
   int rank = 0, world_size = 1;
   bool writes = false;
+  // This writer's hold on out_dir (out_dir_lock.h); released at Close.
+  std::unique_ptr<capture::OutDirLock> out_dir_lock;
 
   Mode mode = Mode::kGlobal;
   int64_t step = -1;
@@ -232,6 +235,22 @@ Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
         std::string(trial_format::kEndOfJobFile) +
         "): choose a new out_dir, or delete the old trial first");
   }
+  // One training writes an out_dir at a time: another writer's hold refuses this hook, which
+  // then saves nothing and says so once (fail open: the training goes on).
+  if (impl->writes && !config.out_dir.empty()) {
+    auto lock = capture::OutDirLock::Acquire(config.out_dir, impl->worker, impl->world_size,
+                                             impl->env);
+    if (lock.ok()) {
+      impl->out_dir_lock = std::move(*lock);
+    } else if (lock.status().code() == StatusCode::kUnavailable) {
+      impl->writes = false;
+      impl->stats.out_dir_refused = true;
+      std::fprintf(stderr, "trainscope: %s\n", lock.status().message().c_str());
+    } else if (!config.quiet) {
+      std::fprintf(stderr, "trainscope: %s; writing without the out_dir lock\n",
+                   lock.status().message().c_str());
+    }
+  }
   if (!config.tensorboard_dir.empty()) {
     impl->tensorboard_dir = config.tensorboard_dir;
   } else if (config.export_tensorboard) {
@@ -420,6 +439,7 @@ Status Hook::Close() {
   const int num_workers = d.config.include_workers == IncludeWorkers::kAll ? d.world_size : 1;
   auto marked = capture::MarkDoneAndMaybeEnd(d.env, d.config.out_dir, d.worker, num_workers);
   if (!marked.ok()) d.Report(marked.status(), "(end marker)");
+  d.out_dir_lock.reset();  // the trial is finished: the folder is free
   return d.first_error;
 }
 

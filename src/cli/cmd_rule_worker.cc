@@ -1,5 +1,6 @@
-// `trainscope rule-worker DIR --rule SPEC [--action SPEC]...`: evaluates one rule on a trial as
-// it grows, writing rule-output/<Rule>/ and acting on findings. `trainscope run` starts one per
+// `trainscope rule-worker DIR --rule SPEC [--action SPEC]...`, or for a custom Python rule
+// `trainscope rule-worker DIR --rule-file FILE.py:CLASS[:K=V,...] [--python PY] ...`
+// (cli/python_rule.h): evaluates one rule on a trial as it grows, writing rule-output/<Rule>/ and acting on findings. `trainscope run` starts one per
 // rule, so a rule that crashes takes only itself down. SIGTERM or SIGINT ends it cleanly
 // (statuses become final: Stopped if nothing was found).
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/python_rule.h"
 #include "cli/rule_spec.h"
 #include "cli/table.h"
 #include "trainscope/action_set.h"
@@ -29,6 +31,8 @@ namespace {
 struct WorkerOptions {
   std::string dir;
   std::string rule;
+  std::string rule_file;  // a custom Python rule instead of --rule
+  std::string python;     // its interpreter (default: ResolvePython({}))
   std::vector<std::string> actions;
 };
 
@@ -114,12 +118,20 @@ Status RunProfilerStub(Env* env, const std::string& dir, const std::string& stub
 }
 
 int RunWorker(const WorkerOptions& o) {
-  auto spec = ParseRuleSpec(o.rule);
+  if (o.rule.empty() == o.rule_file.empty()) {
+    std::fprintf(stderr, "trainscope rule-worker: give one of --rule and --rule-file\n");
+    return kExitUsage;
+  }
+  const bool custom = !o.rule_file.empty();
+  auto spec = custom ? ParsePythonRuleSpec(o.rule_file) : ParseRuleSpec(o.rule);
   if (!spec.ok()) {
     std::fprintf(stderr, "trainscope rule-worker: %s\n", spec.status().message().c_str());
     return kExitUsage;
   }
-  auto rule = CreateRule(spec->name, spec->params);
+  Result<std::unique_ptr<Rule>> rule =
+      custom ? Result<std::unique_ptr<Rule>>(std::make_unique<PythonRule>(
+                   o.python.empty() ? ResolvePython({}) : o.python, *spec, spec->params))
+             : CreateRule(spec->name, spec->params);
   if (!rule.ok()) {
     WriteFinalStatus(o.dir, spec->name, "Error", rule.status().message());
     std::fprintf(stderr, "trainscope rule-worker: %s\n", rule.status().message().c_str());
@@ -137,7 +149,7 @@ int RunWorker(const WorkerOptions& o) {
   // tensors (a training may be profiled without saving any). It runs on a stub trial of its own
   // whose end marker follows the real one, and reads the profiler data of o.dir.
   auto info = DescribeRule(spec->name);
-  const bool profiler = info.ok() && info->kind == "profiler";
+  const bool profiler = !custom && info.ok() && info->kind == "profiler";
   std::string stub;
   std::unique_ptr<RuleRunner> runner;
   if (profiler) {
@@ -229,7 +241,9 @@ void RegisterRuleWorker(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("rule-worker",
                                  "Evaluate one rule on a trial as it grows (started by `run`)");
   cmd->add_option("dir", o->dir, "Trial folder")->required();
-  cmd->add_option("--rule", o->rule, "NAME[:KEY=VALUE,...][@ACTIONS]")->required();
+  cmd->add_option("--rule", o->rule, "NAME[:KEY=VALUE,...][@ACTIONS]");
+  cmd->add_option("--rule-file", o->rule_file, "FILE.py:CLASS[:KEY=VALUE,...][@ACTIONS]");
+  cmd->add_option("--python", o->python, "The Python interpreter of a --rule-file rule");
   cmd->add_option("--action", o->actions, "Action spec for every finding (docs/actions.md)");
   cmd->group("");  // internal: hidden from --help
   cmd->callback([o, exit_code] { *exit_code = RunWorker(*o); });

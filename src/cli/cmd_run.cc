@@ -24,6 +24,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/python_rule.h"
 #include "cli/rule_spec.h"
 #include "cli/table.h"
 #include "trainscope/action_set.h"
@@ -32,6 +33,7 @@
 #include "trainscope/finding.h"
 #include "trainscope/hook_config.h"
 #include "trainscope/metrics_feed.h"
+#include "trainscope/out_dir_lock.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/rule_output_format.h"
@@ -54,6 +56,8 @@ struct RunOptions {
   std::vector<std::string> rules;
   std::string preset;  // default | all | none
   std::string rules_file;
+  std::vector<std::string> rule_files;  // custom Python rules: FILE.py:CLASS[:K=V,...][@ACTIONS]
+  std::string python;                   // their interpreter (ResolvePython)
   std::vector<std::string> actions;
   int64_t save_interval = 0;  // 0: the rules' own intervals, 500 for other collections
   std::string hook_config;    // the user's hook configuration, merged over the rules' one
@@ -139,7 +143,8 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
                                            std::vector<CollectionRequest>* collections) {
   std::vector<RuleSpec> specs;
   std::vector<std::string> names;
-  if (o.preset == "default" || (o.preset.empty() && o.rules.empty() && o.rules_file.empty())) {
+  if (o.preset == "default" ||
+      (o.preset.empty() && o.rules.empty() && o.rules_file.empty() && o.rule_files.empty())) {
     names = DefaultRuleNames();
   } else if (o.preset == "all") {
     for (const auto& n : RuleNames()) {
@@ -164,18 +169,38 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
     for (const auto& u : unique) seen |= u.name == it->name;
     if (!seen) unique.insert(unique.begin(), *it);
   }
+  // Custom Python rules: each checked by its interpreter (file, class, parameters) before the
+  // training starts; a class named like another rule of the run would share its rule-output.
+  for (const auto& text : o.rule_files) {
+    TS_ASSIGN_OR_RETURN(RuleSpec s, ParsePythonRuleSpec(text));
+    for (const auto& u : unique) {
+      if (u.name == s.name) {
+        return Status::InvalidArgument(
+            "--rule-file " + text + ": the run has another rule named " + s.name + " (" +
+            (u.python_file.empty() ? "built-in" : u.python_file) + "); rule-output/" + s.name +
+            "/ would be shared: rename the class" +
+            (u.python_file.empty() ? " or leave the built-in rule out (--rules none)" : ""));
+      }
+    }
+    TS_RETURN_IF_ERROR(CheckPythonRule(o.python, s).status());
+    // The workers may not share the supervisor's view of a relative path for ever.
+    if (char abs[4096]; realpath(s.python_file.c_str(), abs) != nullptr) s.python_file = abs;
+    unique.push_back(std::move(s));
+  }
   for (const auto& s : unique) {
-    TS_ASSIGN_OR_RETURN(auto rule, CreateRule(s.name, s.params));
-    for (auto c : rule->RequiredCollections()) {
-      if (o.save_interval > 0) c.save_interval = o.save_interval;
-      collections->push_back(std::move(c));
+    if (s.python_file.empty()) {
+      TS_ASSIGN_OR_RETURN(auto rule, CreateRule(s.name, s.params));
+      for (auto c : rule->RequiredCollections()) {
+        if (o.save_interval > 0) c.save_interval = o.save_interval;
+        collections->push_back(std::move(c));
+      }
     }
     if (!s.actions.empty()) {
       ActionContext context;
       context.trial_dir = o.out;
       if (auto set = ActionSet::Create(s.actions, context); !set.ok()) {
-        return Status::InvalidArgument("--rule " + FormatRuleSpec(s) + ": " +
-                                       set.status().message());
+        return Status::InvalidArgument((s.python_file.empty() ? "--rule " : "--rule-file ") +
+                                       FormatRuleSpec(s) + ": " + set.status().message());
       }
     }
   }
@@ -357,7 +382,8 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   state.status = RuleEvaluationStatus::kError;
   state.message = "the rule's worker process " + what +
                   " before the rule finished (the training was not affected); to evaluate the "
-                  "rule on the trial again: trainscope rule-worker " + trial + " --rule '" +
+                  "rule on the trial again: trainscope rule-worker " + trial +
+                  (spec.python_file.empty() ? " --rule '" : " --rule-file '") +
                   FormatRuleSpec(spec) + "'";
   state.finished = true;
   Status s = WriteRuleState(env, trial, state, static_cast<int64_t>(env->NowMicros()));
@@ -385,6 +411,14 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
     ::close(fd);
     if (err != EWOULDBLOCK) {
       return Status::IOError("cannot lock " + path + ": " + std::strerror(err));
+    }
+    // Hooks of a training started without `trainscope run` hold run.lock shared and their
+    // worker_<rank>.lock exclusively (out_dir_lock.h); the file then still names an old run.
+    if (std::string hooks = capture::DescribeHookWriters(out); !hooks.empty()) {
+      return Status::Unavailable(
+          out + " is being written by a training started without `trainscope run` (" + hooks +
+          "; lock " + path + "): one training writes a trial at a time; wait for it to end or "
+          "choose another --out");
     }
     auto j = nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), nullptr,
                                    false);
@@ -432,6 +466,7 @@ int RunRun(RunOptions o) {
     return kExitUsage;
   }
   std::vector<CollectionRequest> collections;
+  o.python = ResolvePython(o.command);
   auto specs = ResolveRules(o, &collections);
   if (!specs.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", specs.status().message().c_str());
@@ -548,7 +583,12 @@ int RunRun(RunOptions o) {
   const std::string self = SelfExe();
   std::map<std::string, const RuleSpec*> spec_of;
   for (const auto& s : *specs) {
-    std::vector<std::string> argv = {self, "rule-worker", o.out, "--rule", FormatRuleSpec(s)};
+    std::vector<std::string> argv = {self, "rule-worker", o.out};
+    if (s.python_file.empty()) {
+      argv.insert(argv.end(), {"--rule", FormatRuleSpec(s)});
+    } else {
+      argv.insert(argv.end(), {"--rule-file", FormatRuleSpec(s), "--python", o.python});
+    }
     for (const auto& a : o.actions) {
       argv.push_back("--action");
       argv.push_back(a);
@@ -704,6 +744,11 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a training command under the debugger: trainscope run [options] -- COMMAND...");
   cmd->add_option("--out,-o", o->out, "Trial folder (default: runs/<date-time>)");
   cmd->add_option("--rule,-r", o->rules, "NAME[:KEY=VALUE,...][@ACTIONS]; repeatable (see `trainscope rules`)");
+  cmd->add_option("--rule-file", o->rule_files,
+                  "FILE.py:CLASS[:KEY=VALUE,...][@ACTIONS]: a custom rule, a subclass of "
+                  "smdebug's Rule (trainscope.rules.Rule), run in its own Python process; "
+                  "repeatable; checked before the training starts. Python: $TRAINSCOPE_PYTHON, "
+                  "else the command's python, else python3");
   cmd->add_option("--rules", o->preset, "A rule set: default, all or none (default when no --rule)");
   cmd->add_option("--rules-config", o->rules_file, "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
   cmd->add_option("--action,-a", o->actions, "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");

@@ -85,7 +85,7 @@ Result<std::vector<RuleSpec>> ReadRulesFile(const std::string& path) {
 }
 
 std::string FormatRuleSpec(const RuleSpec& spec) {
-  std::string out = spec.name;
+  std::string out = spec.python_file.empty() ? spec.name : spec.python_file + ":" + spec.name;
   bool first = true;
   for (const auto& [k, v] : spec.params) {
     out += first ? ":" : ",";

@@ -646,9 +646,10 @@ class Hook:
         """Counters of the C++ hook (trainscope/hook.h HookStats): steps_saved (on disk and
         readable), steps_failed (lost to write errors: a full disk, a read-only folder),
         steps_dropped (dropped by the queue policy), steps_pending (queued, not yet written;
-        0 after close()), tensors_saved, reductions_saved, raw_bytes, errors, plans_built.
-        Steps lost are also recorded in the trial (incomplete_<worker>.json,
-        docs/formats/trial.md)."""
+        0 after close()), tensors_saved, reductions_saved, raw_bytes, errors, plans_built,
+        out_dir_refused (another training owns out_dir: this hook saves nothing; the lock of
+        docs/formats/run_lock.md). Steps lost are also recorded in the trial
+        (incomplete_<worker>.json, docs/formats/trial.md)."""
         return self._c.stats()
 
     def close(self):

@@ -47,6 +47,11 @@
 // and returns false; from then on StopRequested() is true and stop_reason() says why. The hook
 // never throws or exits for it: the trainer ends its loop.
 //
+// Ownership: a hook that writes takes the out_dir's lock at Create, unless the `trainscope run`
+// that started it holds the folder (OutDirLock, out_dir_lock.h; docs/formats/run_lock.md). When
+// another training holds it, Create still succeeds but the hook writes nothing (writes() is
+// false, stats().out_dir_refused is true) and says so once on stderr, naming the owner.
+//
 // Workers: worker_<rank>. With include_workers = kOne only rank 0 writes (other ranks plan and
 // write nothing); with kAll every rank writes its own files and the collections file says
 // num_workers = world size. The end marker training_job_end.ts is written once ALL writing
@@ -96,6 +101,9 @@ struct HookStats {
   // Capture failures reported (the first one printed); write failures count in steps_failed.
   int64_t errors = 0;
   int64_t plans_built = 0;      // cache misses of Plan()
+  // Another training owns out_dir (its lock, docs/formats/run_lock.md): this hook saves
+  // nothing, as writes() then says.
+  bool out_dir_refused = false;
 };
 
 class Hook {
