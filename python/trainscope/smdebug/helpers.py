@@ -5,6 +5,7 @@ splitting), written for trainscope. smdebug.core.utils re-exports them.
 import json
 import logging
 import os
+import re
 import shutil
 from enum import Enum
 
@@ -25,7 +26,7 @@ MODE_PLUGIN_NAME = "mode"
 __all__ = [
     "FRAMEWORK", "ensure_dir", "flatten", "get_immediate_subdirectories", "get_logger",
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",
-    "make_numpy_array", "merge_two_dicts", "remove_file_if_exists", "split",
+    "make_numpy_array", "match_inc", "merge_two_dicts", "remove_file_if_exists", "split",
     "is_framework_version_supported", "SagemakerSimulator", "ScriptSimulator",
 ]  # smdebug.core.utils' names; check_dir_exists and is_sagemaker_job live in other modules
 
@@ -40,6 +41,11 @@ class FRAMEWORK(Enum):
 def get_logger(name="smdebug"):
     """trainscope's logger ("trainscope"); `name` is accepted for smdebug's signature."""
     return logging.getLogger("trainscope")
+
+
+def match_inc(tname, include):
+    """True when one of the regexes in `include` is found anywhere in `tname` (re.search)."""
+    return any(re.search(inc, tname) for inc in include)
 
 
 def ensure_dir(file_path, is_file=True):
