@@ -136,6 +136,12 @@ def check_dir_exists(path):
     return os.path.isfile(os.path.join(str(path), END_OF_JOB_FILENAME))
 
 
+def reset_config_validator():
+    """smdebug.core.config_validator's: smdebug caches whether its hook may run (framework
+    version, SageMaker settings) and this forgets it. trainscope caches no such verdict (its hook
+    runs with the torch it is installed with), so there is nothing to forget."""
+
+
 def is_framework_version_supported(framework_type):
     """True if the framework's hook can run here: PyTorch when torch imports (trainscope
     supports the torch it is installed with); other frameworks have no trainscope hook."""
