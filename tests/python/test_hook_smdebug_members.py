@@ -72,7 +72,8 @@ def test_record_trace_events_in_the_timeline(tmp_path):
 
 def test_record_trace_events_without_profiler_writes_nothing(tmp_path):
     out = tmp_path / "trial"
-    hook = ts.Hook(out_dir=str(out), save_config=ts.SaveConfig(save_interval=1))
+    hook = ts.Hook(out_dir=str(out), save_config=ts.SaveConfig(save_interval=1),
+                   include_collections=["weights"])
     hook.record_trace_events(time.time(), training_phase="Training", op_name="X")
     _train(hook, steps=1)
     hook._cleanup()
