@@ -125,3 +125,26 @@ def test_file_reader_errors(tmp_path):
         FileReader(str(bad)).read_events()
     with pytest.raises(SMDebugNotImplementedError, match="tfevent"):
         FileReader(str(bad), wtype="json")
+
+
+def test_file_reader_reads_what_smdebugs_reads(tmp_path):
+    """The oracle: smdebug's own FileReader over the same files gives the same events."""
+    real = pytest.importorskip("smdebug.core.reader")
+    out = tmp_path / "trial"
+    hook = ts.Hook(out_dir=str(out), save_config=ts.SaveConfig(save_interval=2),
+                   include_collections=["weights", "gradients"])
+    hook.save_scalar("lr", 0.5, timestamp=1_700_000_000.5)
+    _train(hook, steps=4)
+    hook.save_scalar("after", 3)
+    hook.close()
+    files = sorted(glob.glob(str(out / "events" / "*" / "*.tfevents")))
+    assert len(files) == 3  # steps 0 and 2, and step 3 for the scalar saved after it
+    for f in files:
+        ours = FileReader(f).read_events()
+        theirs = real.FileReader(f).read_events()
+        assert [(e["name"], e["step"], e["timestamp"]) for e in ours] == [
+            (e["name"], e["step"], e["timestamp"]) for e in theirs]
+        for a, b in zip(ours, theirs):
+            assert a["value"].dtype == b["value"].dtype and (a["value"] == b["value"]).all()
+        assert ([(n, s, m.name, ms) for n, s, _, m, ms in FileReader(f).read_tensors()] ==
+                [(n, s, m.name, ms) for n, s, _, m, ms in real.FileReader(f).read_tensors()])
