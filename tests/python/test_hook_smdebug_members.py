@@ -148,3 +148,20 @@ def test_file_reader_reads_what_smdebugs_reads(tmp_path):
             assert a["value"].dtype == b["value"].dtype and (a["value"] == b["value"]).all()
         assert ([(n, s, m.name, ms) for n, s, _, m, ms in FileReader(f).read_tensors()] ==
                 [(n, s, m.name, ms) for n, s, _, m, ms in real.FileReader(f).read_tensors()])
+
+
+def test_out_dir_check_and_temp_path(tmp_path, monkeypatch):
+    from trainscope.exceptions import SMDebugRuntimeError
+    from trainscope.smdebug.helpers import get_temp_path, verify_and_get_out_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert verify_and_get_out_dir("~/run") == str(tmp_path / "run")
+    out = tmp_path / "done"
+    hook = ts.Hook(out_dir=str(out), include_collections=["weights"])
+    _train(hook, steps=1)
+    hook.close()  # a finished trial: the hook and verify_and_get_out_dir refuse it alike
+    with pytest.raises(SMDebugRuntimeError, match="already holds a finished trial"):
+        verify_and_get_out_dir(str(out))
+    with pytest.raises(Exception, match="already holds a finished trial"):
+        ts.Hook(out_dir=str(out))
+    assert get_temp_path("/a/b.json") == "/a/b.json.tmp"

@@ -11,7 +11,8 @@ from enum import Enum
 
 import numpy as np
 
-from ..exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugValueError
+from ..exceptions import (SMDebugNotImplementedError, SMDebugRuntimeError, SMDebugTypeError,
+                          SMDebugValueError)
 from . import constants as _c
 
 # smdebug.core.access_layer.utils
@@ -134,6 +135,30 @@ def check_dir_exists(path):
     if str(path).startswith("s3://"):
         raise SMDebugNotImplementedError(f"{path}: s3:// trials are not supported yet")
     return os.path.isfile(os.path.join(str(path), END_OF_JOB_FILENAME))
+
+
+# smdebug.core.access_layer.file: files appear whole, written as <path>.tmp then renamed; the
+# suffix is trainscope's writer's too (trial_format::kTmpSuffix).
+SMDEBUG_TEMP_PATH_SUFFIX = ".tmp"
+
+
+def get_temp_path(file_path):
+    """Where a file is written before it is renamed to `file_path`."""
+    return file_path + SMDEBUG_TEMP_PATH_SUFFIX
+
+
+def verify_and_get_out_dir(out_dir):
+    """smdebug.core.hook_utils': `out_dir` with ~ expanded; SMDebugRuntimeError when it already
+    holds a finished trial, which the hook refuses too (a new job must not mix its tensors with
+    an old job's)."""
+    if out_dir is None:
+        raise RuntimeError("out_dir is a required argument")
+    out_dir = os.path.expanduser(str(out_dir))
+    if check_dir_exists(out_dir):
+        raise SMDebugRuntimeError(
+            f"out_dir {out_dir} already holds a finished trial (it has {END_OF_JOB_FILENAME}): "
+            "choose a new out_dir, or delete the old trial first")
+    return out_dir
 
 
 def reset_config_validator():
