@@ -38,9 +38,9 @@ Result<std::vector<EventFileTensor>> ReadEventFile(const std::string& path, Env*
     for (const event_codec::SummaryValueView& v : ev.values) {
       EventFileTensor t;
       if (v.kind == event_codec::SummaryValueView::Kind::kTensor) {
-        TS_ASSIGN_OR_RETURN(Tensor value, event_codec::TensorFromProto(
-                                              v.tensor, std::shared_ptr<const void>(region),
-                                              context));
+        TS_ASSIGN_OR_RETURN(
+            Tensor value,
+            event_codec::TensorFromProto(v.tensor, std::shared_ptr<const void>(region), context));
         t.value = Aligned(std::move(value));
       } else if (v.kind == event_codec::SummaryValueView::Kind::kSimpleValue) {
         t.value = Tensor::CopyOf(TensorView::Scalar(DType::kF32, &v.simple_value));

@@ -117,7 +117,8 @@ TEST(ReadEventFile, DamageIsCorruptionNamingFileAndOffsetMissingIsNotFound) {
   auto bad = ReadEventFile(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(bad.status().message().find("byte offset 0"), std::string::npos) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("byte offset 0"), std::string::npos)
+      << bad.status().ToString();
   auto missing = ReadEventFile(tmp.path() + "/none.tfevents");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

@@ -28,9 +28,9 @@
 namespace trainscope {
 
 struct EventFileTensor {
-  std::string name;        // the summary value's tag ("Net_fc1.weight", "scalar/loss")
-  int64_t step = 0;        // the event's step
-  double wall_time = 0;    // the event's wall_time, epoch seconds
+  std::string name;      // the summary value's tag ("Net_fc1.weight", "scalar/loss")
+  int64_t step = 0;      // the event's step
+  double wall_time = 0;  // the event's wall_time, epoch seconds
   Mode mode = Mode::kGlobal;
   int64_t mode_step = 0;
   Tensor value;
