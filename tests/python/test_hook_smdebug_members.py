@@ -165,3 +165,36 @@ def test_out_dir_check_and_temp_path(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="already holds a finished trial"):
         ts.Hook(out_dir=str(out))
     assert get_temp_path("/a/b.json") == "/a/b.json.tmp"
+
+
+def test_timeline_file_writer(tmp_path, monkeypatch):
+    """smdebug's TimelineFileWriter: events timed by the caller, in the configured LocalPath."""
+    from trainscope.profiler.config import ProfilerConfigParser
+    from trainscope.profiler.trace_events import TimelineFileWriter
+
+    out = tmp_path / "prof"
+    cfg = tmp_path / "profiler.json"
+    cfg.write_text('{"ProfilingParameters": {"ProfilerEnabled": true, "LocalPath": "%s"}}' % out)
+    monkeypatch.setenv("SMPROFILER_CONFIG_PATH", str(cfg))
+    w = TimelineFileWriter(profiler_config_parser=ProfilerConfigParser())
+    t0 = 1_700_000_000.0
+    for i in range(3):
+        w.write_trace_events(training_phase="Epochs", op_name=f"epoch{i}", phase="B",
+                             timestamp=t0 + i, step_num=i)
+        w.write_trace_events(training_phase="Epochs", op_name=f"end{i}", phase="E",
+                             timestamp=t0 + i + 0.5)
+    w.write_trace_events(t0 + 10, training_phase="Eval", op_name="val", duration=2)
+    w.flush()
+    w.close()
+    got = [(e["phase"], e["name"], e["start_us"], e["dur_us"], e["args"].get("step_num"))
+           for e in raw_events(out) if e["phase"] in ("Epochs", "Eval")]
+    us = int(t0 * 1e6)
+    assert got == [("Epochs", f"epoch{i}", us + i * 1_000_000, 500_000, i) for i in range(3)] + [
+        ("Eval", "val", us + 10_000_000, 2_000_000, None)]
+
+    cfg.write_text('{"ProfilingParameters": {"ProfilerEnabled": false, "LocalPath": "%s"}}'
+                   % (tmp_path / "off"))
+    off = TimelineFileWriter(profiler_config_parser=ProfilerConfigParser())
+    off.write_trace_events(t0, training_phase="Epochs", op_name="x")
+    off.close()
+    assert not (tmp_path / "off").exists()

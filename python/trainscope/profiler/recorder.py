@@ -41,6 +41,7 @@ import torch
 
 from .._native import load as _load_core
 from .data import USER_PHASE
+from .trace_events import TraceEvents
 
 STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
                4: "Step:ModeKeys.GLOBAL"}
@@ -197,6 +198,7 @@ class FrameworkProfiler:
             close_interval_seconds=float(p["rotate_file_close_interval_seconds"]),
             file_open_fail_threshold=int(p["file_open_fail_threshold"]))
         self._record = self.writer.record
+        self._trace = TraceEvents(self.writer, self._report)
         self.events = collections.deque(maxlen=MAX_KEPT_EVENTS)
         self._keep = self.events.append
         # step state
@@ -212,7 +214,6 @@ class FrameworkProfiler:
         self._bwd_name = ""
         self._opt_t0 = {}
         self._handles = []
-        self._open_spans = {}  # training phase -> [(name, start us, args)] of trace_event "B"s
         # windows
         self._detailed = _Window(cfg.range("detailed_profiling"))
         self._python = _Window(cfg.range("python_profiling"))
@@ -416,42 +417,8 @@ class FrameworkProfiler:
             self._report("user span", e)
 
     def trace_event(self, training_phase, op_name, ph, ts_s, dur_s, args):
-        """smdebug's record_trace_events: an event the script timed itself (epoch seconds).
-        "X": a complete event [ts_s, ts_s + dur_s]. "B" opens a span on the training_phase row
-        and the next "E" on that row closes it (Chrome's pairing: by row, whatever the names):
-        the pair is written as one complete event named after the "B", with the args of both.
-        An "E" with no open "B" covers [ts_s - dur_s, ts_s]. Any other phase is an instant
-        event. A "B" still open at close() is written as an instant event."""
-        try:
-            phase = str(training_phase)
-            name = str(op_name)
-            ts_us = int(float(ts_s) * 1e6)
-            dur_us = max(0, int(float(dur_s or 0) * 1e6))
-            if ph == "B":
-                self._open_spans.setdefault(phase, []).append((name, ts_us, args))
-            elif ph == "E":
-                stack = self._open_spans.get(phase)
-                if stack:
-                    name, start_us, first_args = stack.pop()
-                    args = {**(first_args or {}), **(args or {})}
-                    self._record(phase, name, start_us, max(0, ts_us - start_us), -1, args)
-                else:
-                    self._record(phase, name, ts_us - dur_us, dur_us, -1, args)
-            elif ph == "X":
-                self._record(phase, name, ts_us, dur_us, -1, args)
-            else:
-                self.writer.record_instant(phase, name, ts_us, -1, args)
-        except Exception as e:
-            self._report("record_trace_events", e)
-
-    def _close_open_spans(self):
-        for phase, stack in self._open_spans.items():
-            for name, start_us, args in stack:
-                try:
-                    self.writer.record_instant(phase, name, start_us, -1, args)
-                except Exception as e:
-                    self._report("record_trace_events", e)
-        self._open_spans.clear()
+        """hook.record_trace_events: see trace_events.TraceEvents.write."""
+        self._trace.write(training_phase, op_name, ph, ts_s, dur_s, args)
 
     # ---- detailed profiling (torch.profiler) -----------------------------------------------------
 
@@ -617,7 +584,7 @@ class FrameworkProfiler:
                 self._report("step", e)
         self._stop_detailed()
         self._stop_python("posthookclose", "*", "end")
-        self._close_open_spans()
+        self._trace.close_open()
         try:
             self.writer.close()
         except Exception as e:
