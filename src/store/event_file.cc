@@ -1,33 +1,17 @@
 #include "trainscope/event_file.h"
 
-#include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "store/event_codec.h"
 #include "store/record_io.h"
+#include "store/value_reader.h"
 
 namespace trainscope {
 
-namespace {
-
-// Tensor bytes in smdebug's files need not be aligned for their dtype: copy those.
-Tensor Aligned(Tensor t) {
-  if (t.dtype == DType::kString || t.data == nullptr || t.nbytes() == 0) return t;
-  const size_t align = std::max<size_t>(1, std::min<size_t>(8, DTypeSize(t.dtype)));
-  if (reinterpret_cast<uintptr_t>(t.data) % align == 0) return t;
-  const size_t n = t.nbytes();
-  std::shared_ptr<uint64_t[]> buf(new uint64_t[(n + 7) / 8]);
-  std::memcpy(buf.get(), t.data, n);
-  t.data = buf.get();
-  t.keepalive = std::move(buf);
-  return t;
-}
-
-}  // namespace
-
 Result<std::vector<EventFileTensor>> ReadEventFile(const std::string& path, Env* env) {
-  if (env == nullptr) env = Env::Default();
+  if (env == nullptr) {
+    env = Env::Default();
+  }
   TS_ASSIGN_OR_RETURN(std::shared_ptr<const FileRegion> region, env->MapFile(path));
   std::vector<EventFileTensor> out;
   record_io::RecordIterator it(region->view(), path);
@@ -41,7 +25,7 @@ Result<std::vector<EventFileTensor>> ReadEventFile(const std::string& path, Env*
         TS_ASSIGN_OR_RETURN(
             Tensor value,
             event_codec::TensorFromProto(v.tensor, std::shared_ptr<const void>(region), context));
-        t.value = Aligned(std::move(value));
+        t.value = AlignTensor(std::move(value));
       } else if (v.kind == event_codec::SummaryValueView::Kind::kSimpleValue) {
         t.value = Tensor::CopyOf(TensorView::Scalar(DType::kF32, &v.simple_value));
       } else {
