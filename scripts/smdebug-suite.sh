@@ -16,9 +16,11 @@
 # Environment: PYTHON (default .venv/bin/python), SMDEBUG_SUITE_NUMPY2_COMPAT (1, the default:
 # smdebug runs with the repository's numpy-2 patch of its writer; 0: as installed),
 # SMDEBUG_SUITE_SIDES (default "smdebug trainscope"; a side left out keeps the results of an
-# earlier run in the same SMDEBUG_SUITE_WORK; "none" only prints the table), SMDEBUG_SUITE_TIMEOUT (seconds per file and
-# side, default 300), SMDEBUG_SUITE_WORK (scratch folder, default a new one under /tmp; the
-# junit XML and logs of every run stay there). Exit status 0 when the table was printed.
+# earlier run in the same SMDEBUG_SUITE_WORK; "none" only prints the table),
+# SMDEBUG_SUITE_TIMEOUT (seconds per file and side, default 1200: test_hook_save_scalar_pytorch.py,
+# 16 trainings, took 340 s on a busy 2-core machine), SMDEBUG_SUITE_WORK (scratch folder, default
+# a new one under /tmp; the junit XML and logs of every run stay there). Exit status 0 when the
+# table was printed.
 set -euo pipefail
 
 usage() { echo "usage: $0 SMDEBUG_SRC [TEST_DIR_OR_FILE...]" >&2; exit 2; }
@@ -29,7 +31,7 @@ shift
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-$ROOT/.venv/bin/python}
-TIMEOUT=${SMDEBUG_SUITE_TIMEOUT:-300}
+TIMEOUT=${SMDEBUG_SUITE_TIMEOUT:-1200}
 WORK=${SMDEBUG_SUITE_WORK:-$(mktemp -d /tmp/smdebug-suite.XXXXXX)}
 NUMPY2_COMPAT=${SMDEBUG_SUITE_NUMPY2_COMPAT:-1}
 # smdebug 1.0.34's writer calls ndarray.tostring(), gone in numpy 2.3: on the smdebug side the

@@ -275,8 +275,8 @@ class PyHook {
     Locked([&] { return hook_->SaveStats(name, s, shape); });
   }
 
-  void SaveScalar(const std::string& name, double value) {
-    Locked([&] { return hook_->SaveScalar(name, value); });
+  void SaveScalar(const std::string& name, double value, double wall_time_s) {
+    Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });
   }
 
   void SaveCustom(const std::string& name, py::handle value,
@@ -560,7 +560,8 @@ void RegisterCapture(py::module_& m) {
            "Saves [(name, value)...] as planned; returns how many were saved.")
       .def("save_stats", &PyHook::SaveStats, py::arg("name"), py::arg("values"),
            py::arg("shape"), "Writes planned reductions from STATS_FIELDS values.")
-      .def("save_scalar", &PyHook::SaveScalar, py::arg("name"), py::arg("value"))
+      .def("save_scalar", &PyHook::SaveScalar, py::arg("name"), py::arg("value"),
+           py::arg("wall_time_s") = 0.0)
       .def("save_custom", &PyHook::SaveCustom, py::arg("name"), py::arg("value"),
            py::arg("collections"))
       .def("report_error", &PyHook::ReportError, py::arg("tensor"), py::arg("message"))

@@ -16,6 +16,7 @@
 #include "bindings.h"
 #include "status_py.h"
 #include "tensor_output.h"
+#include "trainscope/event_file.h"
 #include "trainscope/trial.h"
 
 namespace py = pybind11;
@@ -73,6 +74,21 @@ auto NoGil(F&& f) {
 }  // namespace
 
 void RegisterTrial(py::module_& m) {
+  m.def(
+      "read_event_file",
+      [](const std::string& path) {
+        auto tensors = ValueOrThrow(NoGil([&] { return ReadEventFile(path); }));
+        py::list out;
+        for (const EventFileTensor& t : tensors) {
+          out.append(py::make_tuple(t.name, t.step, t.wall_time, static_cast<int>(t.mode),
+                                    t.mode_step, TensorToNumpy(t.value)));
+        }
+        return out;
+      },
+      py::arg("path"), R"doc(
+Every tensor of one event file, in file order (trainscope/event_file.h): a list of
+(name, step, wall_time, mode, mode_step, numpy value). A damaged record raises (Corruption
+naming the file and byte offset); a missing file raises NotFoundError.)doc");
   py::class_<PyTrial>(m, "Trial", R"doc(
 Reads a trial folder (written by trainscope or smdebug) while it grows; see trainscope/trial.h.
 

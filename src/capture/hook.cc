@@ -42,7 +42,18 @@ class Hook::Impl {
   bool saved_any_step = false;
   bool collections_exported = false;
   bool closed = false;
-  std::vector<std::pair<std::string, double>> early_scalars;  // before the first step
+  struct EarlyScalar {
+    std::string name;
+    double value;
+    double wall_time_s;
+  };
+  std::vector<EarlyScalar> early_scalars;  // saved before the first step, written at step 0
+  struct EarlyCustom {
+    std::string name;
+    Tensor value;  // a copy
+    std::vector<std::string> collections;
+  };
+  std::vector<EarlyCustom> early_custom;  // likewise, save_tensor's
 
   // The trial's stop files (stop_signal.h); none without out_dir: nothing to watch.
   std::optional<StopSignal> stop_signal;
@@ -112,13 +123,14 @@ class Hook::Impl {
     return Status::OK();
   }
 
-  Status WriteScalarValue(std::string_view name, const TensorView& v, double value) {
+  Status WriteScalarValue(std::string_view name, const TensorView& v, double value,
+                          double wall_time_s = 0) {
     if (!writes) return Status::OK();
     TS_RETURN_IF_ERROR(EnsureStep());
-    TS_RETURN_IF_ERROR(writer->AddTensor(name, v));
+    TS_RETURN_IF_ERROR(writer->AddTensor(name, v, wall_time_s));
     if (!tensorboard_dir.empty()) {
       TS_RETURN_IF_ERROR(EnsureTensorboard());
-      TS_RETURN_IF_ERROR(tensorboard->AddScalar(mode, name, step, value));
+      TS_RETURN_IF_ERROR(tensorboard->AddScalar(mode, name, step, value, wall_time_s));
     }
     return Status::OK();
   }
@@ -344,7 +356,12 @@ bool Hook::Step() {
   if (!d.early_scalars.empty()) {
     auto early = std::move(d.early_scalars);
     d.early_scalars.clear();
-    for (const auto& [name, value] : early) SaveScalar(name, value);
+    for (const auto& s : early) SaveScalar(s.name, s.value, s.wall_time_s);
+  }
+  if (!d.early_custom.empty()) {
+    auto early = std::move(d.early_custom);
+    d.early_custom.clear();
+    for (const auto& c : early) SaveCustomTensor(c.name, c.value.view(), c.collections);
   }
   return d.due != 0;
 }
@@ -383,17 +400,17 @@ Status Hook::SaveStats(std::string_view name, const TensorStats& stats,
   return d.Report(s, name);
 }
 
-Status Hook::SaveScalar(std::string_view name, double value) {
+Status Hook::SaveScalar(std::string_view name, double value, double wall_time_s) {
   Impl& d = *impl_;
   if (d.closed) return Status::OK();
   if (d.step < 0) {
-    d.early_scalars.emplace_back(std::string(name), value);
+    d.early_scalars.push_back({std::string(name), value, wall_time_s});
     return Status::OK();
   }
   const std::string full = "scalar/" + std::string(name);
   const int64_t one = 1;
   TensorView v{DType::kF64, &value, {one}, {}, {}};
-  return d.Report(d.WriteScalarValue(full, v, value), full);
+  return d.Report(d.WriteScalarValue(full, v, value, wall_time_s), full);
 }
 
 Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
@@ -405,8 +422,16 @@ Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
     if (coll->tensor_names().count(std::string(name)) == 0) coll->AddTensorName(std::string(name));
     colls.push_back(std::move(coll));
   }
+  if (d.closed) return Status::OK();
+  if (d.step < 0) {  // before the first step: written at step 0, as smdebug does
+    auto same = std::find_if(d.early_custom.begin(), d.early_custom.end(),
+                             [&](const Impl::EarlyCustom& c) { return c.name == name; });
+    if (same != d.early_custom.end()) d.early_custom.erase(same);
+    d.early_custom.push_back({std::string(name), Tensor::CopyOf(v), collections});
+    return Status::OK();
+  }
   // As smdebug: written at a saving step, as its own collections say, due or not.
-  if (d.due == 0 || d.closed || !d.prepared) return Status::OK();
+  if (d.due == 0 || !d.prepared) return Status::OK();
   const TensorPlan p = d.planner.PlanWith(name, d.due, colls, d.config.reduction_config);
   if (!p.save) return Status::OK();
   return d.Report(d.Write(name, p, v, nullptr), name);

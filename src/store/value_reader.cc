@@ -25,6 +25,19 @@ size_t AlignmentOf(DType t) {
 
 }  // namespace
 
+Tensor AlignTensor(Tensor t) {
+  if (t.dtype == DType::kString || t.data == nullptr || t.nbytes() == 0 ||
+      reinterpret_cast<uintptr_t>(t.data) % AlignmentOf(t.dtype) == 0) {
+    return t;
+  }
+  const size_t n = t.nbytes();
+  std::shared_ptr<uint64_t[]> buf(new uint64_t[(n + 7) / 8]);
+  std::memcpy(buf.get(), t.data, n);
+  t.data = buf.get();
+  t.keepalive = std::move(buf);
+  return t;
+}
+
 ValueReader::ValueReader(Env* env, size_t max_mapped_files, bool verify_checksums)
     : env_(env), capacity_(std::max<size_t>(1, max_mapped_files)), verify_(verify_checksums) {}
 
@@ -113,16 +126,7 @@ Result<Tensor> ValueReader::Read(const RecordSpec& spec) {
   }
   TS_ASSIGN_OR_RETURN(Tensor t, event_codec::TensorFromProto(
                                     v.tensor, std::shared_ptr<const void>(region), context));
-  if (t.dtype != DType::kString && t.data != nullptr && t.nbytes() > 0 &&
-      reinterpret_cast<uintptr_t>(t.data) % AlignmentOf(t.dtype) != 0) {
-    // Misaligned in the file (smdebug does not align): copy into an aligned buffer.
-    const size_t n = t.nbytes();
-    std::shared_ptr<uint64_t[]> buf(new uint64_t[(n + 7) / 8]);
-    std::memcpy(buf.get(), t.data, n);
-    t.data = buf.get();
-    t.keepalive = std::move(buf);
-  }
-  return t;
+  return AlignTensor(std::move(t));
 }
 
 }  // namespace trainscope

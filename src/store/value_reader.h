@@ -39,6 +39,10 @@ struct RecordSpec {
   std::string_view expected_tag;   // the index entry's tensor name
 };
 
+// `t` itself when its bytes are aligned for its dtype (trainscope's writer aligns them), else a
+// copy in an aligned buffer (files written by smdebug do not align).
+Tensor AlignTensor(Tensor t);
+
 class ValueReader {
  public:
   // `max_mapped_files`: mappings kept in the LRU (tensors read keep theirs alive regardless).

@@ -130,14 +130,16 @@ class TrialWriter::Impl {
   }
 
   Status AddTensor(std::string_view name, const TensorView& v, bool borrow,
-                   std::shared_ptr<const void> keepalive) {
+                   std::shared_ptr<const void> keepalive, double wall_time_s = 0) {
     TS_RETURN_IF_ERROR(CheckTensor(name, v));
     if (dropping_) {
       dropped_any_ = true;
       return Status::OK();
     }
     const bool can_borrow = borrow && v.dtype != DType::kString && v.is_contiguous();
-    step_->AddTensor(name, v, static_cast<double>(env_->NowMicros()) * 1e-6, can_borrow,
+    const double wall_time =
+        wall_time_s > 0 ? wall_time_s : static_cast<double>(env_->NowMicros()) * 1e-6;
+    step_->AddTensor(name, v, wall_time, can_borrow,
                      can_borrow ? std::move(keepalive) : nullptr);
     return Status::OK();
   }
@@ -521,8 +523,8 @@ TrialWriter::~TrialWriter() = default;
 Status TrialWriter::BeginStep(int64_t global_step, Mode mode, int64_t mode_step) {
   return impl_->BeginStep(global_step, mode, mode_step);
 }
-Status TrialWriter::AddTensor(std::string_view name, const TensorView& v) {
-  return impl_->AddTensor(name, v, false, nullptr);
+Status TrialWriter::AddTensor(std::string_view name, const TensorView& v, double wall_time_s) {
+  return impl_->AddTensor(name, v, false, nullptr, wall_time_s);
 }
 Status TrialWriter::AddTensorNoCopy(std::string_view name, const TensorView& v,
                                     std::shared_ptr<const void> keepalive) {

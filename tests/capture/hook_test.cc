@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "store/trial_check.h"
+#include "trainscope/event_file.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
@@ -454,6 +455,39 @@ TEST_F(HookTest, CustomTensorsAreSavedAtSavingStepsAsTheirCollectionSays) {
   EXPECT_THAT(Steps(trial), ElementsAre(0, 2));
   EXPECT_EQ(trial[2].tensors.count("my_tensor"), 1u);
   EXPECT_THAT(hook->collections().Get("mine")->tensor_names(), ElementsAre("my_tensor"));
+}
+
+TEST_F(HookTest, SavedBeforeTheFirstStepLandsInStepZeroWithItsWallTime) {
+  HookConfig c = Config();
+  c.include_collections = {"weights"};
+  c.save_config = SaveConfig(SaveConfigMode{.save_interval = 2});
+  auto hook = MakeHook(std::move(c));
+  FloatTensor t = Make({2}, 0);
+  ASSERT_TRUE(hook->SaveCustomTensor("early", t.view(), {"default"}).ok());
+  t.data[0] = 10;  // the hook keeps a copy of what it was given
+  ASSERT_TRUE(hook->SaveCustomTensor("early", t.view(), {"default"}).ok());  // the last one wins
+  t.data[0] = 20;
+  ASSERT_TRUE(hook->SaveScalar("lr", 0.5, 1.6e9 + 0.25).ok());
+  hook->Step();
+  hook->Step();
+  ASSERT_TRUE(hook->Close().ok());
+  auto trial = Read();
+  EXPECT_THAT(Steps(trial), ElementsAre(0));
+  float v[2];
+  std::memcpy(v, trial[0].tensors["early"].bytes.data(), sizeof(v));
+  EXPECT_EQ(v[0], 10);
+  EXPECT_EQ(v[1], 1);
+  EXPECT_THAT(hook->collections().Get("default")->tensor_names(), ElementsAre("early"));
+  auto events =
+      ReadEventFile("/trial/" + trial_format::EventFilePath(0, "worker_0"), env_.get());
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  int scalars = 0;
+  for (const EventFileTensor& e : *events) {
+    if (e.name != "scalar/lr") continue;
+    ++scalars;
+    EXPECT_DOUBLE_EQ(e.wall_time, 1.6e9 + 0.25);
+  }
+  EXPECT_EQ(scalars, 1);
 }
 
 TEST_F(HookTest, StepScopeEndsTheStep) {

@@ -41,6 +41,7 @@ import torch
 
 from .._native import load as _load_core
 from .data import USER_PHASE
+from .trace_events import TraceEvents
 
 STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
                4: "Step:ModeKeys.GLOBAL"}
@@ -197,6 +198,7 @@ class FrameworkProfiler:
             close_interval_seconds=float(p["rotate_file_close_interval_seconds"]),
             file_open_fail_threshold=int(p["file_open_fail_threshold"]))
         self._record = self.writer.record
+        self._trace = TraceEvents(self.writer, self._report)
         self.events = collections.deque(maxlen=MAX_KEPT_EVENTS)
         self._keep = self.events.append
         # step state
@@ -414,6 +416,10 @@ class FrameworkProfiler:
         except Exception as e:
             self._report("user span", e)
 
+    def trace_event(self, training_phase, op_name, ph, ts_s, dur_s, args):
+        """hook.record_trace_events: see trace_events.TraceEvents.write."""
+        self._trace.write(training_phase, op_name, ph, ts_s, dur_s, args)
+
     # ---- detailed profiling (torch.profiler) -----------------------------------------------------
 
     def _start_detailed(self, step):
@@ -578,6 +584,7 @@ class FrameworkProfiler:
                 self._report("step", e)
         self._stop_detailed()
         self._stop_python("posthookclose", "*", "end")
+        self._trace.close_open()
         try:
             self.writer.close()
         except Exception as e:

@@ -571,7 +571,9 @@ class Hook:
                 self._report(tensor_name, e)
 
     def save_scalar(self, name, value, sm_metric=False, timestamp=None):
-        """Saves scalar/<name> at the current step (every step, whatever the collections)."""
+        """Saves scalar/<name> at the current step (every step, whatever the collections);
+        `timestamp` (epoch seconds, default now) is its event's wall_time, in the trial and in
+        TensorBoard. Before the first step it is saved at step 0."""
         v = value
         if isinstance(v, torch.Tensor):
             if v.numel() != 1:
@@ -586,7 +588,15 @@ class Hook:
         except (TypeError, ValueError):
             raise SMDebugTypeError(
                 f"scalar/{name} has non scalar value of type: {type(value)}") from None
-        self._c.save_scalar(str(name), v)
+        wall_time = 0.0
+        if timestamp is not None:
+            try:
+                wall_time = float(timestamp)
+            except (TypeError, ValueError):
+                raise SMDebugTypeError(
+                    f"save_scalar({name!r}): timestamp={timestamp!r} must be epoch seconds "
+                    "(a number such as time.time()), or None for now") from None
+        self._c.save_scalar(str(name), v, wall_time)
 
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
         """Saves a value under its own name in `collections_to_write` (created if needed), at the
@@ -707,6 +717,25 @@ class Hook:
         if self._prof is None or self._prof.closed:
             return _NULL_SPAN
         return self._prof.user_span(name, args)
+
+    def record_trace_events(self, timestamp, training_phase="", op_name="", phase="X",
+                            duration=1, **kwargs):
+        """smdebug's: writes an event the script timed itself into the framework timeline:
+        `timestamp` and `duration` in seconds (epoch), `phase` "X" (complete), "B" or "E" (a
+        span opened and closed on the training_phase row, written as one complete event) or
+        another Chrome phase (an instant event); kwargs become the event's args. Nothing when
+        the profiler is off, as in smdebug."""
+        if self._prof is None or self._prof.closed:
+            return
+        self._prof.trace_event(training_phase, op_name, phase, timestamp, duration,
+                               kwargs or None)
+
+    # smdebug's names for two of the hook's own, which smdebug's examples and tests call.
+    def _get_worker_name(self):
+        return self.worker
+
+    def _cleanup(self):
+        self.close()
 
     def get_profiler_data(self, system=True):
         """What the profiler has captured so far (trainscope.profiler.ProfilerData): spans,

@@ -12,7 +12,7 @@ import os
 from .._native import load as _load_core
 from ..exceptions import SMDebugNotImplementedError, SMDebugRuntimeError, SMDebugValueError
 from ..modes import ModeKeys, to_mode
-from .helpers import make_numpy_array
+from .helpers import make_numpy_array, match_inc
 
 STEP_NUMBER_FORMATTING_LENGTH = "012"
 
@@ -153,11 +153,40 @@ class FileWriter:
 
 
 class FileReader:
-    """smdebug's reader of one event file, by name only: trainscope reads events through its
-    trials (create_trial), so FileReader(path) raises SMDebugNotImplementedError saying so.
-    Importing it works, so code that imports it and does not use it runs."""
+    """smdebug's reader of one event file (smdebug.core.reader): FileReader(path) then
+    read_tensors() or read_events(regex_list=None), over trainscope's ReadEventFile
+    (trainscope/event_file.h, one pass over the file; every record's framing is checked, so
+    `check` is accepted and changes nothing). Trials are better read with create_trial."""
 
     def __init__(self, fname, wtype="tfevent"):
-        raise SMDebugNotImplementedError(
-            f"FileReader({fname!r}): reading a single event file is not supported; open the "
-            "trial folder with create_trial(path) and read tensor values from it")
+        if wtype != "tfevent":
+            raise SMDebugNotImplementedError(
+                f"FileReader(wtype={wtype!r}): only the 'tfevent' format is supported")
+        self.fname = str(fname)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def _tensors(self):
+        core = _load_core()
+        try:
+            return core.read_event_file(self.fname)
+        except core.NotFoundError:
+            raise FileNotFoundError(f"FileReader: no event file at {self.fname}") from None
+
+    def read_tensors(self, check="minimal"):
+        """Yields (name, step, numpy value, ModeKeys mode, mode_step) for every tensor."""
+        for name, step, _, mode, mode_step, value in self._tensors():
+            yield name, step, value, ModeKeys(mode), mode_step
+
+    def read_events(self, check="minimal", regex_list=None):
+        """[{"timestamp", "step", "name", "value"}] of every tensor whose name one of
+        `regex_list` finds (re.search; None: all), in file order."""
+        out = []
+        for name, step, wall_time, _, _, value in self._tensors():
+            if regex_list is None or match_inc(name, regex_list):
+                out.append({"timestamp": wall_time, "step": step, "name": name, "value": value})
+        return out

@@ -5,12 +5,14 @@ splitting), written for trainscope. smdebug.core.utils re-exports them.
 import json
 import logging
 import os
+import re
 import shutil
 from enum import Enum
 
 import numpy as np
 
-from ..exceptions import SMDebugNotImplementedError, SMDebugTypeError, SMDebugValueError
+from ..exceptions import (SMDebugNotImplementedError, SMDebugRuntimeError, SMDebugTypeError,
+                          SMDebugValueError)
 from . import constants as _c
 
 # smdebug.core.access_layer.utils
@@ -25,7 +27,7 @@ MODE_PLUGIN_NAME = "mode"
 __all__ = [
     "FRAMEWORK", "ensure_dir", "flatten", "get_immediate_subdirectories", "get_logger",
     "get_path_to_collections", "get_path_to_events_directory", "is_s3", "load_json_as_dict",
-    "make_numpy_array", "merge_two_dicts", "remove_file_if_exists", "split",
+    "make_numpy_array", "match_inc", "merge_two_dicts", "remove_file_if_exists", "split",
     "is_framework_version_supported", "SagemakerSimulator", "ScriptSimulator",
 ]  # smdebug.core.utils' names; check_dir_exists and is_sagemaker_job live in other modules
 
@@ -40,6 +42,11 @@ class FRAMEWORK(Enum):
 def get_logger(name="smdebug"):
     """trainscope's logger ("trainscope"); `name` is accepted for smdebug's signature."""
     return logging.getLogger("trainscope")
+
+
+def match_inc(tname, include):
+    """True when one of the regexes in `include` is found anywhere in `tname` (re.search)."""
+    return any(re.search(inc, tname) for inc in include)
 
 
 def ensure_dir(file_path, is_file=True):
@@ -128,6 +135,36 @@ def check_dir_exists(path):
     if str(path).startswith("s3://"):
         raise SMDebugNotImplementedError(f"{path}: s3:// trials are not supported yet")
     return os.path.isfile(os.path.join(str(path), END_OF_JOB_FILENAME))
+
+
+# smdebug.core.access_layer.file: files appear whole, written as <path>.tmp then renamed; the
+# suffix is trainscope's writer's too (trial_format::kTmpSuffix).
+SMDEBUG_TEMP_PATH_SUFFIX = ".tmp"
+
+
+def get_temp_path(file_path):
+    """Where a file is written before it is renamed to `file_path`."""
+    return file_path + SMDEBUG_TEMP_PATH_SUFFIX
+
+
+def verify_and_get_out_dir(out_dir):
+    """smdebug.core.hook_utils': `out_dir` with ~ expanded; SMDebugRuntimeError when it already
+    holds a finished trial, which the hook refuses too (a new job must not mix its tensors with
+    an old job's)."""
+    if out_dir is None:
+        raise RuntimeError("out_dir is a required argument")
+    out_dir = os.path.expanduser(str(out_dir))
+    if check_dir_exists(out_dir):
+        raise SMDebugRuntimeError(
+            f"out_dir {out_dir} already holds a finished trial (it has {END_OF_JOB_FILENAME}): "
+            "choose a new out_dir, or delete the old trial first")
+    return out_dir
+
+
+def reset_config_validator():
+    """smdebug.core.config_validator's: smdebug caches whether its hook may run (framework
+    version, SageMaker settings) and this forgets it. trainscope caches no such verdict (its hook
+    runs with the torch it is installed with), so there is nothing to forget."""
 
 
 def is_framework_version_supported(framework_type):

@@ -165,11 +165,15 @@ class Hook {
   Status SaveStats(std::string_view name, const TensorStats& stats,
                    const std::vector<int64_t>& shape);
   // smdebug's save_scalar: "scalar/<name>" = [value] (float64, shape [1]) at the current step,
-  // whatever the collections say; also a TensorBoard scalar when export is on.
-  Status SaveScalar(std::string_view name, double value);
+  // whatever the collections say; also a TensorBoard scalar when export is on. `wall_time_s`
+  // (epoch seconds; 0: now) is the event's wall_time in both. Before the first Step() the
+  // scalar waits and is written at step 0.
+  Status SaveScalar(std::string_view name, double value, double wall_time_s = 0);
   // smdebug's save_tensor: `name` joins `collections` (created if needed) and, at a saving step
   // (any collection due), is saved as those collections' reduction configs say, whether or not
   // they are included or due themselves (smdebug's behaviour), plus what Plan(name) says.
+  // Before the first Step() the value is copied and saved at step 0 (if it is a saving step),
+  // as smdebug does; a name saved twice before then keeps its last value.
   Status SaveCustomTensor(std::string_view name, const TensorView& v,
                           const std::vector<std::string>& collections);
 

@@ -92,8 +92,9 @@ class TrialWriter {
   // REQUIRES: no step open; global_step greater than every step begun before.
   Status BeginStep(int64_t global_step, Mode mode, int64_t mode_step);
   // Adds a tensor to the open step, copying its bytes. A name already added in this step is
-  // replaced. REQUIRES: a step is open.
-  Status AddTensor(std::string_view name, const TensorView& v);
+  // replaced. Its event's wall_time is `wall_time_s` (epoch seconds; 0: now, the default).
+  // REQUIRES: a step is open.
+  Status AddTensor(std::string_view name, const TensorView& v, double wall_time_s = 0);
   // As AddTensor, but borrows v's bytes without copying them: `keepalive` must own them and the
   // caller must not modify them until the writer drops `keepalive` (after the step is written).
   // REQUIRES: v is contiguous.

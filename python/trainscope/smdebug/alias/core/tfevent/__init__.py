@@ -1,0 +1,1 @@
+"""smdebug.core.tfevent: of its modules, timeline_file_writer."""
