@@ -110,7 +110,7 @@ Result<std::vector<SystemMetricEvent>> SystemMetricsReader::GetEvents(int64_t st
     }
     Cached& c = cache_[f.path];
     if (c.size != *size || (c.events.empty() && *size > 0)) {
-      auto contents = env_->ReadFile(f.path);
+      auto contents = env_->ReadFile(f.path, profiler_format::kMaxReadFileBytes);
       if (!contents.ok()) {
         ++stats_.files_failed;
         reader_util::AddProblem(&stats_, contents.status().ToString());

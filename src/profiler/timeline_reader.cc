@@ -250,7 +250,7 @@ const std::vector<TimelineEvent>* TimelineReader::Load(const TimelineFile& f) {
   }
   Cached& c = cache_[f.path];
   if (c.size == *size && (*size == 0 || !c.events.empty())) return &c.events;
-  auto contents = env_->ReadFile(f.path);
+  auto contents = env_->ReadFile(f.path, profiler_format::kMaxReadFileBytes);
   if (!contents.ok()) {
     ++stats_.files_failed;
     reader_util::AddProblem(&stats_, contents.status().ToString());

@@ -160,7 +160,7 @@ class Merger {
         continue;
       }
       if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0) continue;
-      auto text = env_->ReadFile(path);
+      auto text = env_->ReadFile(path, pf::kMaxReadFileBytes);
       if (!text.ok()) {
         Warn(text.status().ToString());
         continue;
@@ -230,7 +230,7 @@ class Merger {
     for (const std::string& rule : *rules) {
       const std::string path = JoinPath(JoinPath(root, rule), pf::kRuleEventsFile);
       if (!env_->FileExists(path)) continue;
-      auto text = env_->ReadFile(path);
+      auto text = env_->ReadFile(path, pf::kMaxReadFileBytes);
       if (!text.ok()) {
         Warn(text.status().ToString());
         continue;
