@@ -17,6 +17,7 @@
 
 #include "fuzz_util.h"
 #include "store/record_io.h"
+#include "trainscope/env.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -96,6 +97,12 @@ void SeedsFromRun(const fs::path& run, const fs::path& out) {
   const auto system = FilesUnder(run / "system", ".json");
   const auto pevents = FilesUnder(run / "framework" / "pevents", ".json");
   const auto torch = FilesUnder(run / "framework" / "pytorch", ".json");
+  int n = 0;
+  for (const auto* files : {&system, &pevents, &torch}) {
+    for (const fs::path& p : *files) {
+      seed("file_names_fuzz", std::to_string(n++), p.filename().string());
+    }
+  }
   for (size_t i = 0; i < system.size() && i < 2; ++i) {
     seed("system_metrics_fuzz", std::to_string(i), Slurp(system[i]));
   }
@@ -205,6 +212,38 @@ int main(int argc, char** argv) {
   parts[3] = parts[3].substr(0, parts[3].size() / 2);
   parts[4].clear();
   Put(out / "trial_fuzz" / "ts_trial_damaged", Join(parts));
+
+  // A real incomplete marker: the writer on a disk that fills up after the first step.
+  {
+    const fs::path full = trial.string() + "_full";
+    fs::remove_all(full);
+    FaultInjectionEnv faulty(Env::Default());
+    WriterOptions fo;
+    fo.quiet = true;
+    fo.env = &faulty;
+    auto fw = TrialWriter::Open(full.string(), fo);
+    if (!fw.ok()) return Fail(fw.status());
+    for (int64_t step = 0; step < 3; ++step) {
+      if (step == 1) faulty.SetDiskSpaceLeft(0);
+      (void)(*fw)->BeginStep(step, Mode::kTrain, step);
+      const float x = 1.0f;
+      (void)(*fw)->AddTensor("x", TensorView::Scalar(DType::kF32, &x));
+      (void)(*fw)->EndStep();
+    }
+    (void)(*fw)->Close();
+    fs::create_directories(out / "incomplete_marker_fuzz");
+    Put(out / "incomplete_marker_fuzz" / "ts_marker_disk_full",
+        Slurp(full / trial_format::IncompleteMarkerPath("worker_0")));
+    // Its file names, and the trial's, for file_names_fuzz.
+    fs::create_directories(out / "file_names_fuzz");
+    int n = 0;
+    for (const fs::path& dir : {trial, full}) {
+      for (const fs::path& p : FilesUnder(dir, "")) {
+        Put(out / "file_names_fuzz" / ("ts_name_" + std::to_string(n++)), p.filename().string());
+      }
+    }
+    fs::remove_all(full);
+  }
   if (argc == 3) SeedsFromRun(argv[2], out);
   fs::remove_all(trial);
   printf("wrote seed corpora under %s\n", out.c_str());

@@ -94,8 +94,8 @@ print(json.dumps(out))
 
 FILE_DAMAGES = [
     "remove", "truncate", "empty", "garbage", "flip_bytes", "append_garbage", "swap",
-    "symlink_dev_zero", "symlink_dev_urandom", "symlink_outside", "symlink_self", "symlink_dangling",
-    "symlink_to_folder", "fifo", "folder", "sparse_huge", "unreadable",
+    "symlink_dev_zero", "symlink_dev_urandom", "symlink_outside", "symlink_self",
+    "symlink_dangling", "symlink_to_folder", "fifo", "folder", "sparse_huge", "unreadable",
 ]
 # Damages that do not read or write the file's content (all a non-regular file can take).
 REPLACING_DAMAGES = [

@@ -40,7 +40,7 @@ sanitized_build() {  # sanitized_build DIR SANITIZER [ctest regex]
 }
 FUZZ_TARGETS=(record_fuzz index_fuzz collections_fuzz trial_fuzz stop_signal_fuzz rule_status_fuzz
   rule_events_fuzz event_log_fuzz hook_config_fuzz profiler_config_fuzz system_metrics_fuzz
-  framework_timeline_fuzz timeline_merge_fuzz)
+  framework_timeline_fuzz timeline_merge_fuzz file_names_fuzz incomplete_marker_fuzz)
 fuzz_build() {  # the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTRAINSCOPE_BUILD_FUZZ=ON -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
