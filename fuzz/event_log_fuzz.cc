@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   static std::unique_ptr<trainscope::Env> env = trainscope::NewMemEnv();
   const std::string path = "/t/rule-output/events.log.jsonl";
-  Require(env->WriteFileAtomic(path, text, false).ok(), "writing the log in memory");
+  trainscope::fuzz::PutFile(env.get(), path, text);
   uint64_t offset = 0;
   std::vector<trainscope::LoggedEvent> events;
   for (int calls = 0; calls < 8; ++calls) {

@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto env = trainscope::NewMemEnv();
   const std::string path =
       "/t/" + pf::TimelineFilePath(1704110412345678, "node-1", pf::kPythonTimelineSuffix);
-  Require(env->WriteFileAtomic(path, text, false).ok(), "writing the timeline in memory");
+  trainscope::fuzz::PutFile(env.get(), path, text);
   trainscope::TimelineReader reader(env.get(), "/t");
   (void)reader.Refresh();
   auto got = reader.GetEvents(trainscope::kTimeMin, trainscope::kTimeMax);

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "trainscope/env.h"
 
 namespace trainscope::fuzz {
 
@@ -36,6 +39,15 @@ inline std::vector<std::string_view> SplitParts(std::string_view input, size_t n
 }
 inline void Require(bool ok, const char* what) {
   if (!ok) Violated(what);
+}
+
+// Writes `text` to `path` in `env` (an in-memory Env), creating its folders.
+inline void PutFile(Env* env, const std::string& path, std::string_view text) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    Require(env->CreateDirs(path.substr(0, slash)).ok(), "creating a folder in memory");
+  }
+  Require(env->WriteFileAtomic(path, text, false).ok(), "writing a file in memory");
 }
 
 }  // namespace trainscope::fuzz

@@ -224,7 +224,9 @@ int main(int argc, char** argv) {
     auto fw = TrialWriter::Open(full.string(), fo);
     if (!fw.ok()) return Fail(fw.status());
     for (int64_t step = 0; step < 3; ++step) {
-      if (step == 1) faulty.SetDiskSpaceLeft(0);
+      // Step 1 fails for want of space; the space is back for step 2 and Close(), which rewrites
+      // the marker with its final counts.
+      faulty.SetDiskSpaceLeft(step == 1 ? 0 : -1);
       (void)(*fw)->BeginStep(step, Mode::kTrain, step);
       const float x = 1.0f;
       (void)(*fw)->AddTensor("x", TensorView::Scalar(DType::kF32, &x));

@@ -32,8 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   static std::unique_ptr<trainscope::Env> env = trainscope::NewMemEnv();
   const std::string path = trainscope::StopSignal::PathFor("/t");
-  (void)env->CreateDirs("/t/rule-output");
-  Require(env->WriteFileAtomic(path, text, false).ok(), "writing the stop file in memory");
+  trainscope::fuzz::PutFile(env.get(), path, text);
   trainscope::StopSignal signal("/t", env.get());
   Require(signal.Check(), "a present stop file does not stop");
   auto read = signal.Read();

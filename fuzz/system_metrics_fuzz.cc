@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto env = trainscope::NewMemEnv();
   const std::string path =
       "/t/" + trainscope::profiler_format::SystemMetricsFilePath(1704110400, 1);
-  Require(env->WriteFileAtomic(path, text, false).ok(), "writing the system file in memory");
+  trainscope::fuzz::PutFile(env.get(), path, text);
   trainscope::SystemMetricsReader reader(env.get(), "/t");
   (void)reader.Refresh();
   auto got = reader.GetEvents(trainscope::kTimeMin, trainscope::kTimeMax);

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string t = "/t/";
   auto put = [&](const std::string& path, std::string_view text) {
     if (text.empty()) return;  // an absent input
-    Require(env->WriteFileAtomic(t + path, text, false).ok(), "writing an input in memory");
+    trainscope::fuzz::PutFile(env.get(), t + path, text);
   };
   put(pf::SystemMetricsFilePath(1704110400, 1), parts[0]);
   put(pf::TimelineFilePath(1704110412345678, "node-1", pf::kPythonTimelineSuffix), parts[1]);

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::string_view(reinterpret_cast<const char*>(data), size), 5);
   auto env = trainscope::NewMemEnv();
   auto put = [&](const std::string& path, std::string_view text) {
-    Require(env->WriteFileAtomic("/t/" + path, text, false).ok(), "writing a file in memory");
+    trainscope::fuzz::PutFile(env.get(), "/t/" + path, text);
   };
   put(tf::CollectionsFilePath(tf::kDefaultWorker), parts[0]);
   for (int64_t step = 0; step < 2; ++step) {
