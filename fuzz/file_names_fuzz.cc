@@ -27,6 +27,10 @@ std::string_view Basename(std::string_view path) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view name(reinterpret_cast<const char*>(data), size);
+  // A name from a folder listing holds no '/' and no NUL.
+  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos) {
+    return 0;
+  }
   if (auto step = tf::ParseStepFileName(name)) {
     Require(step->step >= 0, "a negative step from a file name");
     (void)tf::IndexFilePath(step->step, step->worker);

@@ -69,6 +69,8 @@ std::vector<SystemMetricEvent> SystemMetricsReader::ParseFile(std::string_view c
     bool ok = !j.is_discarded() && j.is_object() && (type = StringField(j, "Type")) &&
               (dim = StringField(j, "Dimension")) && NumberField(j, "Value", &value) &&
               NumberField(j, "Timestamp", &ts);
+    // A timestamp past about 126,000 years is no time (int64 microseconds must hold it).
+    ok = ok && std::isfinite(ts) && std::fabs(ts) <= 4e12;
     if (!ok) {
       ++stats->lines_skipped;
       reader_util::AddProblem(stats, std::string(path) + " line " + std::to_string(n) +
