@@ -112,7 +112,9 @@ void SeedsFromRun(const fs::path& run, const fs::path& out) {
   for (size_t i = 0; i < torch.size() && i < 1; ++i) {
     seed("framework_timeline_fuzz", "torch" + std::to_string(i), Slurp(torch[i]));
   }
-  seed("timeline_merge_fuzz", "all",
+  // Each part cut to kMaxSeedBytes, not the whole.
+  fs::create_directories(out / "timeline_merge_fuzz");
+  Put(out / "timeline_merge_fuzz" / "run_all",
        Join({system.empty() ? "" : Capped(Slurp(system[0])),
              pevents.empty() ? "" : Capped(Slurp(pevents[0])),
              torch.empty() ? "" : Capped(Slurp(torch[0])), first_findings}));

@@ -53,8 +53,8 @@ fuzz_replay() {  # replays each committed corpus once: a crash fixed stays fixed
       || return 1
   done
 }
-fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (6), seeded; prints its coverage
-  local t secs=${TRAINSCOPE_FUZZ_SECONDS:-6} new log rc=0
+fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (5), seeded; prints its coverage
+  local t secs=${TRAINSCOPE_FUZZ_SECONDS:-5} new log rc=0
   for t in "${FUZZ_TARGETS[@]}"; do
     new=$(mktemp -d) log=$(mktemp)
     # New inputs go to a scratch folder, not the committed corpus. A crash, a leak, a hang (-timeout,
@@ -66,7 +66,7 @@ fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (6), seeded; prints its 
       echo "fuzz: $t failed; the input is kept in $new"
       rc=1
     else
-      grep -E '^#[0-9]+ +DONE' "$log" | sed "s/^/fuzz: $t /"
+      grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | sed "s/^/fuzz: $t /"
       rm -rf "$new"
     fi
     rm -f "$log"
@@ -75,7 +75,7 @@ fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (6), seeded; prints its 
 }
 fuzz_damage() {  # directory-level damage of a real trial, every reader (fuzz/trial_damage_fuzz.py)
   TRAINSCOPE_BUILD_DIR="$ROOT/build" "$PY" fuzz/trial_damage_fuzz.py --seed 1 \
-    --cases "${TRAINSCOPE_DAMAGE_CASES:-16}" --seconds 90
+    --cases "${TRAINSCOPE_DAMAGE_CASES:-12}" --seconds 75
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
