@@ -129,8 +129,52 @@ def _replace(path, make):
     make(path)
 
 
+# Files a reader looks for that a trial may lack; planted (as garbage, a FIFO, a link to
+# /dev/zero, a huge sparse file, a folder) so the readers of absent kinds are reached too.
+PLANT_PATHS = [
+    "incomplete_worker_0.json", "rule-output/Planted/status.json",
+    "rule-output/Planted/events.jsonl", "framework/pytorch/detailed_profiling/planted.json",
+    "system/incremental/2026010100/1767225600.algo-2.json",
+    "framework/pevents/2026010100/1767225600000000_node-2_pythontimeline.json",
+    "index/000000000/000000000999_worker_0.json",
+    "events/000000000999/000000000999_worker_0.tfevents",
+    "collections/000000000/worker_1_collections.json",
+]
+PLANT_KINDS = ["garbage", "fifo", "symlink_dev_zero", "sparse_huge", "folder", "json_garbage"]
+
+
+def plant(rng, root):
+    rel = rng.choice(PLANT_PATHS)
+    kind = rng.choice(PLANT_KINDS)
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    if os.path.lexists(p):
+        _replace(p, lambda q: None)
+    if kind == "garbage":
+        pathlib.Path(p).write_bytes(rng.randbytes(rng.randint(1, 4096)))
+    elif kind == "json_garbage":
+        pathlib.Path(p).write_text(rng.choice(
+            ["[]", "{}", "null", '"str"', '{"status": 123}', "{" * 10000, "1e999",
+             '{"Timestamp": 1e300, "Type": "cpu", "Dimension": "x", "Value": 1}\n']))
+    elif kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "symlink_dev_zero":
+        os.symlink("/dev/zero", p)
+    elif kind == "sparse_huge":
+        with open(p, "wb") as f:
+            f.truncate(4 * GIB)
+    elif kind == "folder":
+        os.mkdir(p)
+    return f"plant_{kind} {rel}"
+
+
 def apply_damage(rng, root, outside):
     """One random damage to the trial at `root`; returns its description."""
+    if rng.random() < 0.2:
+        try:
+            return plant(rng, root)
+        except OSError as e:  # an earlier damage made its folder something else
+            return f"plant_skipped ({e.strerror})"
     files, dirs = _entries(root)
     # Files the readers read are the interesting ones; weight the kinds so each is reached.
     if dirs and rng.random() < 0.25:
