@@ -24,8 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Require(made != nullptr, "mkdtemp");
     return std::string(made);
   }();
-  const std::string path =
-      dir + "/" + trainscope::trial_format::IncompleteMarkerPath("worker_0");
+  const std::string path = dir + "/" + trainscope::trial_format::IncompleteMarkerPath("worker_0");
   FILE* f = fopen(path.c_str(), "wb");
   Require(f != nullptr, "writing the marker");
   Require(fwrite(data, 1, size, f) == size, "writing the marker");

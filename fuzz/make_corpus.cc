@@ -115,9 +115,9 @@ void SeedsFromRun(const fs::path& run, const fs::path& out) {
   // Each part cut to kMaxSeedBytes, not the whole.
   fs::create_directories(out / "timeline_merge_fuzz");
   Put(out / "timeline_merge_fuzz" / "run_all",
-       Join({system.empty() ? "" : Capped(Slurp(system[0])),
-             pevents.empty() ? "" : Capped(Slurp(pevents[0])),
-             torch.empty() ? "" : Capped(Slurp(torch[0])), first_findings}));
+      Join({system.empty() ? "" : Capped(Slurp(system[0])),
+            pevents.empty() ? "" : Capped(Slurp(pevents[0])),
+            torch.empty() ? "" : Capped(Slurp(torch[0])), first_findings}));
 }
 
 int Fail(const Status& s) {

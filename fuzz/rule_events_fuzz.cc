@@ -1,7 +1,7 @@
-// libFuzzer target: a rule's findings, rule-output/<Rule>/events.jsonl (docs/formats/rule_output.md),
-// and the same finding as the actions take it (finding.h), over arbitrary bytes, line by line.
-// RuleFindingFromJson and FindingFromJson never crash; what they accept survives their writer and
-// parses again to the same finding.
+// libFuzzer target: a rule's findings, rule-output/<Rule>/events.jsonl
+// (docs/formats/rule_output.md), and the same finding as the actions take it (finding.h), over
+// arbitrary bytes, line by line. RuleFindingFromJson and FindingFromJson never crash; what they
+// accept survives their writer and parses again to the same finding.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -18,8 +18,8 @@ using trainscope::fuzz::Require;
 namespace pf = trainscope::profiler_format;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto parts = trainscope::fuzz::SplitParts(
-      std::string_view(reinterpret_cast<const char*>(data), size), 4);
+  const auto parts =
+      trainscope::fuzz::SplitParts(std::string_view(reinterpret_cast<const char*>(data), size), 4);
   auto env = trainscope::NewMemEnv();
   const std::string t = "/t/";
   auto put = [&](const std::string& path, std::string_view text) {

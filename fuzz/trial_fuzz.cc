@@ -21,8 +21,8 @@ using trainscope::fuzz::Require;
 namespace tf = trainscope::trial_format;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto parts = trainscope::fuzz::SplitParts(
-      std::string_view(reinterpret_cast<const char*>(data), size), 5);
+  const auto parts =
+      trainscope::fuzz::SplitParts(std::string_view(reinterpret_cast<const char*>(data), size), 5);
   auto env = trainscope::NewMemEnv();
   auto put = [&](const std::string& path, std::string_view text) {
     trainscope::fuzz::PutFile(env.get(), "/t/" + path, text);

@@ -202,31 +202,34 @@ TEST(ReaderToleranceTest, CorruptLineInTheMiddleIsSkippedTheRestKept) {
 // converted (a system Timestamp of 1.8e13 s became INT64_MIN and overflowed the merger); huge
 // ids, steps and times in a timeline file give no overflow (UBSan checks in the sanitizer suite).
 TEST(ReaderToleranceTest, TimesOutOfRangeAreSkippedNotWrapped) {
-  const std::string good =
-      R"({"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"Timestamp":1795301746.5})";
+  auto line = [](const std::string& ts) {
+    return R"({"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"Timestamp":)" +
+           ts + "}\n";
+  };
   ReaderStats stats;
   auto sys = SystemMetricsReader::ParseFile(
-      good + "\n" +
-          R"({"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"Timestamp":17956412903481.63})"
-          "\n" +
-          R"({"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"Timestamp":-1e300})"
-          "\n",
-      "f.json", &stats);
+      line("1795301746.5") + line("17956412903481.63") + line("-1e300"), "f.json", &stats);
   ASSERT_EQ(sys.size(), 1u);
   EXPECT_EQ(sys[0].timestamp_us, 1795301746500000);
   EXPECT_EQ(stats.lines_skipped, 2);
 
   ReaderStats ts;
   auto ev = TimelineReader::ParseFile(
-      R"([{"ph":"M","name":"process_name","pid":1,"args":{"name":"Step:ModeKeys.TRAIN","start_time_since_epoch_in_micros":9223372036854775807}},
-{"ph":"X","name":"a","pid":1e300,"tid":-1e300,"ts":9223372036854775807,"dur":1,"args":{"step_num":"99999999999999999999"}},
-{"ph":"B","name":"b","pid":1,"tid":1,"ts":-4000000000000000000},
-{"ph":"E","name":"b","pid":1,"tid":1,"ts":4000000000000000000},
-{"ph":"X","name":"c","pid":1,"tid":1,"ts":5,"dur":2,"args":{"step_num":1e300}}])",
+      "[" +
+          std::string(R"({"ph":"M","name":"process_name","pid":1,"args":{"name":"Step:ModeKeys.)"
+                      R"(TRAIN","start_time_since_epoch_in_micros":9223372036854775807}},)") +
+          R"({"ph":"X","name":"a","pid":1e300,"tid":-1e300,"ts":9223372036854775807,"dur":1,)"
+          R"("args":{"step_num":"99999999999999999999"}},)"
+          "\n"
+          R"({"ph":"B","name":"b","pid":1,"tid":1,"ts":-4000000000000000000},)"
+          "\n"
+          R"({"ph":"E","name":"b","pid":1,"tid":1,"ts":4000000000000000000},)"
+          "\n"
+          R"({"ph":"X","name":"c","pid":1,"tid":1,"ts":5,"dur":2,"args":{"step_num":1e300}}])",
       "n", "pythontimeline.json", "t.json", &ts);
   for (const auto& e : ev) {
     EXPECT_GE(e.dur_us, 0) << e.name;
-    EXPECT_NE(e.name, "a");  // its ts is out of range: not read
+    EXPECT_NE(e.name, "a");                      // its ts is out of range: not read
     EXPECT_FALSE(e.step.has_value()) << e.name;  // neither step number is an int64
   }
   bool c = false;

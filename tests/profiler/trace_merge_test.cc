@@ -210,10 +210,11 @@ TEST_F(MergeTest, OversizedInputsAreSkippedWithAWarningNotRead) {
     for (const std::string& w : r->warnings) {
       named |= w.find(path) != std::string::npos && w.find("4294967296 bytes") != std::string::npos;
     }
-    EXPECT_TRUE(named) << path << " not in the warnings:\n" << ::testing::PrintToString(r->warnings);
+    EXPECT_TRUE(named) << path << " not in the warnings:\n"
+                       << ::testing::PrintToString(r->warnings);
   }
-  EXPECT_EQ(r->counter_events, 0);   // the one system file was skipped
-  EXPECT_EQ(r->detailed_events, 0);  // the one torch trace too
+  EXPECT_EQ(r->counter_events, 0);    // the one system file was skipped
+  EXPECT_EQ(r->detailed_events, 0);   // the one torch trace too
   EXPECT_GT(r->framework_events, 0);  // the other timeline files were read
   EXPECT_EQ(r->rule_events, 1);       // LowGPUUtilization's finding; CPUBottleneck's skipped
 }

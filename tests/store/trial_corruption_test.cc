@@ -162,9 +162,8 @@ TEST_F(TrialCorruptionTest, DamagedAndOversizedIndexFilesAreListedOnce) {
 // or hostile trial can hold) is refused by its size, naming the file, never read into memory.
 TEST_F(TrialCorruptionTest, OversizedCollectionsFileIsRefusedNotRead) {
   const std::string path = Path(trial_format::CollectionsFilePath("worker_0"));
-  ASSERT_EQ(::truncate(path.c_str(),
-                       static_cast<off_t>(trial_format::kMaxCollectionsFileBytes * 64)),
-            0);
+  ASSERT_EQ(
+      ::truncate(path.c_str(), static_cast<off_t>(trial_format::kMaxCollectionsFileBytes * 64)), 0);
   auto t = Trial::Open(dir_, FastOptions(Env::Default()));
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kOutOfRange) << t.status().ToString();
