@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -22,6 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     char tmpl[] = "/tmp/ts_marker_fuzz_XXXXXX";
     const char* made = mkdtemp(tmpl);
     Require(made != nullptr, "mkdtemp");
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);  // the scratch folder goes with the process
+    });
     return std::string(made);
   }();
   const std::string path = dir + "/" + trainscope::trial_format::IncompleteMarkerPath("worker_0");
