@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -19,18 +18,33 @@
 
 using trainscope::fuzz::Require;
 
+namespace {
+
+// The scratch folder and its marker: plain arrays, still valid in the atexit handler (a static
+// std::string would be destroyed before it runs).
+char g_dir[] = "/tmp/ts_marker_fuzz_XXXXXX";
+char g_marker[sizeof(g_dir) + 64];
+
+void RemoveScratch() {
+  unlink(g_marker);
+  rmdir(g_dir);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/ts_marker_fuzz_XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    Require(made != nullptr, "mkdtemp");
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);  // the scratch folder goes with the process
-    });
-    return std::string(made);
+  static const bool made = [] {
+    Require(mkdtemp(g_dir) != nullptr, "mkdtemp");
+    const std::string marker =
+        std::string(g_dir) + "/" + trainscope::trial_format::IncompleteMarkerPath("worker_0");
+    Require(marker.size() < sizeof(g_marker), "marker path length");
+    std::snprintf(g_marker, sizeof(g_marker), "%s", marker.c_str());
+    std::atexit(RemoveScratch);  // the scratch folder goes with the process
+    return true;
   }();
-  const std::string path = dir + "/" + trainscope::trial_format::IncompleteMarkerPath("worker_0");
+  (void)made;
+  const std::string dir = g_dir;
+  const std::string path = g_marker;
   FILE* f = fopen(path.c_str(), "wb");
   Require(f != nullptr, "writing the marker");
   Require(fwrite(data, 1, size, f) == size, "writing the marker");
