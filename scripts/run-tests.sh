@@ -42,8 +42,10 @@ FUZZ_TARGETS=(record_fuzz index_fuzz collections_fuzz trial_fuzz stop_signal_fuz
   rule_events_fuzz event_log_fuzz hook_config_fuzz profiler_config_fuzz system_metrics_fuzz
   framework_timeline_fuzz timeline_merge_fuzz file_names_fuzz incomplete_marker_fuzz)
 fuzz_build() {  # the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTRAINSCOPE_BUILD_FUZZ=ON -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
+  # -O1 with line tables only: about half the compile time of -O2 -g, stack traces keep lines.
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" -DTRAINSCOPE_BUILD_FUZZ=ON \
+    -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
     cmake --build build-fuzz -j"$JOBS" --target "${FUZZ_TARGETS[@]}"
 }
 fuzz_replay() {  # replays each committed corpus once: a crash fixed stays fixed
