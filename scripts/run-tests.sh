@@ -59,8 +59,8 @@ fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (5), seeded; prints its 
   local t secs=${TRAINSCOPE_FUZZ_SECONDS:-5} new log rc=0
   for t in "${FUZZ_TARGETS[@]}"; do
     new=$(mktemp -d) log=$(mktemp)
-    # New inputs go to a scratch folder, not the committed corpus. A crash, a leak, a hang (-timeout,
-    # seconds per input), more than 2 GiB resident or one allocation over 512 MiB fails the run.
+    # New inputs go to a scratch folder, not the committed corpus. A crash, a leak, a hang
+    # (-timeout, seconds per input), 2 GiB resident or one allocation over 512 MiB fails the run.
     if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "build-fuzz/fuzz/$t" -seed=1 \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
         -artifact_prefix="$new/" "$new" "fuzz/corpus/$t" >"$log" 2>&1; then
