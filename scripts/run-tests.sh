@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine (as root): sets everything up
 # (scripts/setup.sh), then runs
 #   1. the C++ tests (ctest) of the normal build;
-#   2. every fuzz target over its committed corpus (clang + libFuzzer, build-fuzz/);
+#   2. every fuzz target over its committed corpus, then for a few seconds each (clang +
+#      libFuzzer, build-fuzz/), and the directory-damage fuzzer over a real trial;
 #   3. the Python tests (pytest) against the installed package, with real PyTorch runs;
 #   and with TRAINSCOPE_SANITIZERS=1 also
 #   4. the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/);
@@ -37,15 +38,46 @@ sanitized_build() {  # sanitized_build DIR SANITIZER [ctest regex]
     cmake --build "$dir" -j"$JOBS" &&
     ctest --test-dir "$dir" -j"$JOBS" --output-on-failure ${regex:+-R "$regex"}
 }
-fuzz_replay() {  # builds the libFuzzer targets and replays each committed corpus once
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTRAINSCOPE_BUILD_FUZZ=ON -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
-    cmake --build build-fuzz -j"$JOBS" --target record_fuzz index_fuzz || return 1
+FUZZ_TARGETS=(record_fuzz index_fuzz collections_fuzz trial_fuzz stop_signal_fuzz rule_status_fuzz
+  rule_events_fuzz event_log_fuzz hook_config_fuzz profiler_config_fuzz system_metrics_fuzz
+  framework_timeline_fuzz timeline_merge_fuzz file_names_fuzz incomplete_marker_fuzz)
+fuzz_build() {  # the libFuzzer targets (clang, ASan + UBSan), in build-fuzz/
+  # -O1 with line tables only: about half the compile time of -O2 -g, stack traces keep lines.
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" -DTRAINSCOPE_BUILD_FUZZ=ON \
+    -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF >/dev/null &&
+    cmake --build build-fuzz -j"$JOBS" --target "${FUZZ_TARGETS[@]}"
+}
+fuzz_replay() {  # replays each committed corpus once: a crash fixed stays fixed
   local t
-  for t in record_fuzz index_fuzz; do
+  for t in "${FUZZ_TARGETS[@]}"; do
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "build-fuzz/fuzz/$t" -runs=0 "fuzz/corpus/$t" \
       || return 1
   done
+}
+fuzz_run() {  # each target for TRAINSCOPE_FUZZ_SECONDS (5), seeded; prints its coverage
+  local t secs=${TRAINSCOPE_FUZZ_SECONDS:-5} new log rc=0
+  for t in "${FUZZ_TARGETS[@]}"; do
+    new=$(mktemp -d) log=$(mktemp)
+    # New inputs go to a scratch folder, not the committed corpus. A crash, a leak, a hang
+    # (-timeout, seconds per input), 2 GiB resident or one allocation over 512 MiB fails the run.
+    if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "build-fuzz/fuzz/$t" -seed=1 \
+        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
+        -artifact_prefix="$new/" "$new" "fuzz/corpus/$t" >"$log" 2>&1; then
+      tail -n 40 "$log"
+      echo "fuzz: $t failed; the input is kept in $new"
+      rc=1
+    else
+      grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | sed "s/^/fuzz: $t /"
+      rm -rf "$new"
+    fi
+    rm -f "$log"
+  done
+  return $rc
+}
+fuzz_damage() {  # directory-level damage of a real trial, every reader (fuzz/trial_damage_fuzz.py)
+  TRAINSCOPE_BUILD_DIR="$ROOT/build" "$PY" fuzz/trial_damage_fuzz.py --seed 1 \
+    --cases "${TRAINSCOPE_DAMAGE_CASES:-12}" --seconds 75
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
@@ -55,7 +87,10 @@ suite "style: ruff (Python)" bash scripts/check-style.sh python
 # design.md's module order over every #include (scripts/check-layers.py).
 suite "include order (module layers)" "$PY" scripts/check-layers.py
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then
+  suite "fuzz: build" fuzz_build
   suite "fuzz corpus replay" fuzz_replay
+  suite "fuzz: bounded runs" fuzz_run
+  suite "fuzz: trial damage" fuzz_damage
 fi
 if [[ "${TRAINSCOPE_SANITIZERS:-0}" == 1 ]]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -176,6 +176,9 @@ class Trial:
             ):
                 raise ex.MissingCollectionFiles() from e
             raise
+        except core.OutOfRangeError as e:
+            # A collections file over its size bound (trial.md): a damaged trial, named.
+            raise ex.TrialCorruptionError(str(e)) from e
         except core.Error as e:
             other = _errors.generic(core, e)
             if other is None:

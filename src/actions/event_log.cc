@@ -22,6 +22,20 @@ std::optional<ActionResult> ActionResultFromName(const std::string& name) {
   return std::nullopt;
 }
 
+
+// An integer key of a line: `fallback` when absent or null; false when it holds anything but an
+// integer (json::value would convert a float such as 5e76 to int64, which is undefined).
+bool IntKey(const json& j, const char* key, int64_t fallback, int64_t* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    *out = fallback;
+    return true;
+  }
+  if (!it->is_number_integer()) return false;
+  *out = it->get<int64_t>();
+  return true;
+}
+
 }  // namespace
 
 EventLog::EventLog(Env* env, std::string path, std::unique_ptr<WritableFile> file)
@@ -135,14 +149,20 @@ Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
         o.action = j.value("action", "");
         o.target = j.value("target", "");
         o.rule = j.value("rule", "");
-        o.step = j.value("step", int64_t{-1});
+        int64_t attempts = 0;
+        if (!IntKey(j, "step", -1, &o.step) || !IntKey(j, "attempts", 0, &attempts) ||
+            attempts < 0 || attempts > 1000000) {
+          return Status::Corruption("event log " + path + " at byte " +
+                                    std::to_string(line_offset) +
+                                    ": \"step\" or \"attempts\" is not an integer in range");
+        }
+        o.attempts = static_cast<int>(attempts);
         auto result = ActionResultFromName(j.value("result", ""));
         if (!result) {
           return Status::Corruption("event log " + path + " at byte " +
                                     std::to_string(line_offset) + ": unknown action result");
         }
         o.result = *result;
-        o.attempts = j.value("attempts", 0);
         o.detail = j.value("detail", "");
       } catch (const json::exception& e) {
         return Status::Corruption("event log " + path + " at byte " + std::to_string(line_offset) +

@@ -69,6 +69,8 @@ std::vector<SystemMetricEvent> SystemMetricsReader::ParseFile(std::string_view c
     bool ok = !j.is_discarded() && j.is_object() && (type = StringField(j, "Type")) &&
               (dim = StringField(j, "Dimension")) && NumberField(j, "Value", &value) &&
               NumberField(j, "Timestamp", &ts);
+    // A timestamp past about 126,000 years is no time (int64 microseconds must hold it).
+    ok = ok && std::isfinite(ts) && std::fabs(ts) <= 4e12;
     if (!ok) {
       ++stats->lines_skipped;
       reader_util::AddProblem(stats, std::string(path) + " line " + std::to_string(n) +
@@ -110,7 +112,7 @@ Result<std::vector<SystemMetricEvent>> SystemMetricsReader::GetEvents(int64_t st
     }
     Cached& c = cache_[f.path];
     if (c.size != *size || (c.events.empty() && *size > 0)) {
-      auto contents = env_->ReadFile(f.path);
+      auto contents = env_->ReadFile(f.path, profiler_format::kMaxReadFileBytes);
       if (!contents.ok()) {
         ++stats_.files_failed;
         reader_util::AddProblem(&stats_, contents.status().ToString());

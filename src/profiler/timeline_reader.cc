@@ -16,21 +16,32 @@ namespace {
 // JSON text of v; never throws (invalid UTF-8 is replaced).
 std::string Dump(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// Integer microseconds of a JSON number (Chrome allows fractions), or nullopt.
+// Times further than this from the epoch (about 126,000 years, in microseconds) are not read:
+// sums and differences of two times, and a time plus its file's base, then stay within int64.
+constexpr double kMaxAbsMicros = 4e18;
+
+// Integer microseconds of a JSON number (Chrome allows fractions), or nullopt (also when out of
+// range: a damaged or hostile file may hold any number).
 std::optional<int64_t> Micros(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->is_number()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int64_t>();
   double d = it->get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > 9e18) return std::nullopt;
+  if (!std::isfinite(d) || std::fabs(d) > kMaxAbsMicros) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
   return std::llround(d);
+}
+
+// A JSON float as an integer, or nullopt when it is not finite or out of the int64 range.
+std::optional<int64_t> IntOfDouble(double d) {
+  if (!std::isfinite(d) || std::fabs(d) > 9e18) return std::nullopt;
+  return static_cast<int64_t>(d);
 }
 
 int64_t IdOf(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) return 0;
   if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number()) return static_cast<int64_t>(it->get<double>());
+  if (it->is_number()) return IntOfDouble(it->get<double>()).value_or(0);
   if (it->is_string())
     return static_cast<int64_t>(std::hash<std::string>()(it->get<std::string>()) & 0x7fffffff);
   return 0;
@@ -38,13 +49,13 @@ int64_t IdOf(const json& obj, const char* key) {
 
 std::optional<int64_t> ParseStep(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) return static_cast<int64_t>(v.get<double>());
+  if (v.is_number_float()) return IntOfDouble(v.get<double>());
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     if (s.empty()) return std::nullopt;
     int64_t out = 0;
     size_t i = (s[0] == '-') ? 1 : 0;
-    if (i == s.size()) return std::nullopt;
+    if (i == s.size() || s.size() - i > 18) return std::nullopt;  // 18 digits fit in int64
     for (; i < s.size(); ++i) {
       if (s[i] < '0' || s[i] > '9') return std::nullopt;
       out = out * 10 + (s[i] - '0');
@@ -74,9 +85,7 @@ class FileParser {
     const int64_t tid = IdOf(e, "tid");
     if (ph == 'M') {
       if (args == nullptr) return;
-      if (auto it = args->find(pf::kStartTimeArg); it != args->end() && it->is_number()) {
-        base_us_ = it->is_number_integer() ? it->get<int64_t>() : std::llround(it->get<double>());
-      }
+      if (auto base = Micros(*args, std::string(pf::kStartTimeArg).c_str())) base_us_ = *base;
       auto name = e.find("name");
       if (name != e.end() && name->is_string() && *name == "process_name") {
         auto n = args->find("name");
@@ -250,7 +259,7 @@ const std::vector<TimelineEvent>* TimelineReader::Load(const TimelineFile& f) {
   }
   Cached& c = cache_[f.path];
   if (c.size == *size && (*size == 0 || !c.events.empty())) return &c.events;
-  auto contents = env_->ReadFile(f.path);
+  auto contents = env_->ReadFile(f.path, profiler_format::kMaxReadFileBytes);
   if (!contents.ok()) {
     ++stats_.files_failed;
     reader_util::AddProblem(&stats_, contents.status().ToString());

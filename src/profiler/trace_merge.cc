@@ -26,6 +26,20 @@ constexpr int64_t kFirstStringTid = 1000000000;
 
 std::string Dump(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// Epoch microseconds from the inputs may be any number (a damaged or hostile file): sums and
+// conversions saturate at the int64 range instead of overflowing (undefined behaviour).
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kTimeMax : kTimeMin;
+  return r;
+}
+int64_t SatMicros(double v) {
+  if (!(v == v)) return 0;  // NaN
+  if (v >= 9.2e18) return kTimeMax;
+  if (v <= -9.2e18) return kTimeMin;
+  return static_cast<int64_t>(v);
+}
+
 // e[key] if it is a string, else "" (json::value() would throw on a type mismatch).
 std::string Str(const json& e, const char* key) {
   if (!e.is_object()) return "";
@@ -100,7 +114,9 @@ class Merger {
   bool InRange(int64_t start, int64_t end) const {
     return start < opt_.end_us && (end > opt_.start_us || start >= opt_.start_us);
   }
-  double Rel(int64_t abs_us) const { return static_cast<double>(abs_us - res_->base_time_us); }
+  double Rel(int64_t abs_us) const {
+    return static_cast<double>(abs_us) - static_cast<double>(res_->base_time_us);
+  }
   void Add(const json& e) {
     if (!body_.empty()) body_.append(",\n");
     body_.append(Dump(e));
@@ -160,7 +176,7 @@ class Merger {
         continue;
       }
       if (path.size() < 5 || path.compare(path.size() - 5, 5, ".json") != 0) continue;
-      auto text = env_->ReadFile(path);
+      auto text = env_->ReadFile(path, pf::kMaxReadFileBytes);
       if (!text.ok()) {
         Warn(text.status().ToString());
         continue;
@@ -211,12 +227,12 @@ class Merger {
         if (!e.is_object() || Str(e, "ph") == "M") continue;
         auto ts = e.find("ts");
         if (ts == e.end() || !ts->is_number()) continue;
-        int64_t abs = t.base_us + static_cast<int64_t>(std::floor(ts->get<double>() + t.base_frac));
+        int64_t abs = SatAdd(t.base_us, SatMicros(std::floor(ts->get<double>() + t.base_frac)));
         int64_t dur = 0;
         if (auto d = e.find("dur"); d != e.end() && d->is_number()) {
-          dur = static_cast<int64_t>(std::max(0.0, d->get<double>()));
+          dur = SatMicros(std::max(0.0, d->get<double>()));
         }
-        if (InRange(abs, abs + dur)) See(abs);
+        if (InRange(abs, SatAdd(abs, dur))) See(abs);
       }
       torch_.push_back(std::move(t));
     }
@@ -230,7 +246,7 @@ class Merger {
     for (const std::string& rule : *rules) {
       const std::string path = JoinPath(JoinPath(root, rule), pf::kRuleEventsFile);
       if (!env_->FileExists(path)) continue;
-      auto text = env_->ReadFile(path);
+      auto text = env_->ReadFile(path, pf::kMaxReadFileBytes);
       if (!text.ok()) {
         Warn(text.status().ToString());
         continue;
@@ -369,13 +385,13 @@ class Merger {
           continue;
         }
         if ((ph == "s" || ph == "t" || ph == "f") && !e.contains("id")) continue;
-        double rel =
-            static_cast<double>(t.base_us - res_->base_time_us) + t.base_frac + ts->get<double>();
-        int64_t abs = t.base_us + static_cast<int64_t>(std::floor(ts->get<double>() + t.base_frac));
+        double rel = static_cast<double>(t.base_us) - static_cast<double>(res_->base_time_us) +
+                     t.base_frac + ts->get<double>();
+        int64_t abs = SatAdd(t.base_us, SatMicros(std::floor(ts->get<double>() + t.base_frac)));
         double dur = 0;
         if (auto d = e.find("dur"); d != e.end() && d->is_number()) dur = d->get<double>();
         if (ph == "X" && !(dur >= 0)) continue;
-        if (!InRange(abs, abs + static_cast<int64_t>(dur))) continue;
+        if (!InRange(abs, SatAdd(abs, SatMicros(dur)))) continue;
         const int64_t pid = map_pid(e);
         json out = {{"ph", ph}, {"ts", rel}, {"pid", pid}, {"tid", map_tid(pid, e)}};
         if (auto n = e.find("name"); n != e.end() && n->is_string()) {

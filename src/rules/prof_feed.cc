@@ -119,6 +119,8 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
     if (!size.ok()) continue;
     uint64_t& offset = offsets_[f.path];
     if (*size <= offset) continue;
+    // A file over the readers' bound is not read (SystemMetricsReader reports it).
+    if (*size > profiler_format::kMaxReadFileBytes) continue;
     auto bytes = env_->ReadRange(f.path, offset, static_cast<size_t>(*size - offset));
     if (!bytes.ok()) continue;
     size_t end = bytes->rfind('\n');
@@ -168,7 +170,7 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
   for (const TimelineFile& f : timeline_.files()) {
     if (f.end_us < newest_end - kTimelineMemoryUs) continue;
     if (!timeline_seen_.insert(f.path).second) continue;
-    auto contents = env_->ReadFile(f.path);
+    auto contents = env_->ReadFile(f.path, profiler_format::kMaxReadFileBytes);
     if (!contents.ok()) continue;
     for (TimelineEvent& e :
          TimelineReader::ParseFile(*contents, f.node_id, f.suffix, f.path, &stats)) {

@@ -66,7 +66,8 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
                                "/collections/000000000/ (training has not saved its first "
                                "step); try again later or use Trial::OpenWhenReady");
   }
-  TS_ASSIGN_OR_RETURN(std::string text, env->ReadFile(listing.paths[0]));
+  TS_ASSIGN_OR_RETURN(std::string text,
+                      env->ReadFile(listing.paths[0], trial_format::kMaxCollectionsFileBytes));
   TS_ASSIGN_OR_RETURN(CollectionsFile first, ParseCollectionsFile(text, listing.paths[0]));
   const auto have = static_cast<int>(listing.paths.size());
   if (have < first.num_workers) {

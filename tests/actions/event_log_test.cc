@@ -151,6 +151,39 @@ TEST(EventLogTest, CorruptLineIsReportedWithItsOffset) {
   EXPECT_EQ(events[0].time_micros, 5);
 }
 
+// Issue 17 (found by event_log_fuzz under UBSan): a float where an action's integer belongs
+// (5e76 does not fit int64; json::value converted it, undefined behaviour) is corruption naming
+// the byte offset; integers read as before.
+TEST(EventLogTest, ActionNumbersThatAreNotIntegersAreCorruption) {
+  auto env = NewMemEnv();
+  const std::string path = "/t/log.jsonl";
+  for (const char* bad :
+       {"\"step\":5e76", "\"step\":1.5", "\"attempts\":1e300", "\"attempts\":-3"}) {
+    ASSERT_TRUE(env->CreateDirs("/t").ok());
+    ASSERT_TRUE(
+        env->WriteFileAtomic(
+               path, std::string("{\"event\":\"action\",\"result\":\"done\",") + bad + "}\n", false)
+            .ok());
+    uint64_t offset = 0;
+    std::vector<LoggedEvent> events;
+    Status s = ReadEvents(env.get(), path, &offset, &events);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << bad << ": " << s.ToString();
+    EXPECT_NE(s.message().find("at byte 0"), std::string::npos) << s.ToString();
+  }
+  ASSERT_TRUE(
+      env->WriteFileAtomic(
+             path, "{\"event\":\"action\",\"result\":\"done\",\"step\":7,\"attempts\":2}\n", false)
+          .ok());
+  uint64_t offset = 0;
+  std::vector<LoggedEvent> events;
+  Status s = ReadEvents(env.get(), path, &offset, &events);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_TRUE(events[0].action.has_value());
+  EXPECT_EQ(events[0].action->step, 7);
+  EXPECT_EQ(events[0].action->attempts, 2);
+}
+
 TEST(EventLogTest, FullDiskIsAnErrorNamingTheLog) {
   TempDir trial;
   FaultInjectionEnv faulty(Env::Default());

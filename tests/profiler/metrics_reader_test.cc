@@ -198,6 +198,45 @@ TEST(ReaderToleranceTest, CorruptLineInTheMiddleIsSkippedTheRestKept) {
   }
 }
 
+// Issue 17 (found by timeline_merge_fuzz): times no int64 microsecond holds are skipped, never
+// converted (a system Timestamp of 1.8e13 s became INT64_MIN and overflowed the merger); huge
+// ids, steps and times in a timeline file give no overflow (UBSan checks in the sanitizer suite).
+TEST(ReaderToleranceTest, TimesOutOfRangeAreSkippedNotWrapped) {
+  auto line = [](const std::string& ts) {
+    return R"({"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"Timestamp":)" +
+           ts + "}\n";
+  };
+  ReaderStats stats;
+  auto sys = SystemMetricsReader::ParseFile(
+      line("1795301746.5") + line("17956412903481.63") + line("-1e300"), "f.json", &stats);
+  ASSERT_EQ(sys.size(), 1u);
+  EXPECT_EQ(sys[0].timestamp_us, 1795301746500000);
+  EXPECT_EQ(stats.lines_skipped, 2);
+
+  ReaderStats ts;
+  auto ev = TimelineReader::ParseFile(
+      "[" +
+          std::string(R"({"ph":"M","name":"process_name","pid":1,"args":{"name":"Step:ModeKeys.)"
+                      R"(TRAIN","start_time_since_epoch_in_micros":9223372036854775807}},)") +
+          R"({"ph":"X","name":"a","pid":1e300,"tid":-1e300,"ts":9223372036854775807,"dur":1,)"
+          R"("args":{"step_num":"99999999999999999999"}},)"
+          "\n"
+          R"({"ph":"B","name":"b","pid":1,"tid":1,"ts":-4000000000000000000},)"
+          "\n"
+          R"({"ph":"E","name":"b","pid":1,"tid":1,"ts":4000000000000000000},)"
+          "\n"
+          R"({"ph":"X","name":"c","pid":1,"tid":1,"ts":5,"dur":2,"args":{"step_num":1e300}}])",
+      "n", "pythontimeline.json", "t.json", &ts);
+  for (const auto& e : ev) {
+    EXPECT_GE(e.dur_us, 0) << e.name;
+    EXPECT_NE(e.name, "a");                      // its ts is out of range: not read
+    EXPECT_FALSE(e.step.has_value()) << e.name;  // neither step number is an int64
+  }
+  bool c = false;
+  for (const auto& e : ev) c |= e.name == "c" && e.start_us == 5;  // the base was out of range
+  EXPECT_TRUE(c);
+}
+
 TEST(ReaderToleranceTest, EveryTruncationOfASystemFile) {
   const std::string text =
       test_util::ReadAll(kSmdTrial + "/system/incremental/2026112122/1795301700.algo-1.json");

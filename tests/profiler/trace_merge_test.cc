@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "profiler_test_util.h"
 #include "trainscope/timeline.h"
@@ -181,6 +183,40 @@ TEST_F(MergeTest, TimeRangeAndSourceSelection) {
   o.end_us = o.start_us;
   EXPECT_EQ(MergeTimeline(Env::Default(), dir_.path(), Out(), o).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// Issue 17: every input of the merger is read bounded. Each kind of input made a 4 GiB sparse
+// file (as a damaged or hostile trial can hold) is skipped with a warning naming it and its size,
+// never read into memory; the merge still succeeds with the other inputs.
+TEST_F(MergeTest, OversizedInputsAreSkippedWithAWarningNotRead) {
+  namespace fs = std::filesystem;
+  const std::string root = dir_.path();
+  const std::vector<std::string> huge = {
+      root + "/rule-output/CPUBottleneck/events.jsonl",
+      root + "/framework/pytorch/detailed_profiling/2026112123/000000002/worker0.pt.trace.json",
+      root + "/system/incremental/2026112122/1795301700.algo-1.json",
+      root + "/framework/pevents/2026112122/1795301746125000_4092-vm_pythontimeline.json",
+  };
+  const uint64_t size = uint64_t{4} << 30;
+  for (const std::string& path : huge) {
+    ASSERT_TRUE(fs::exists(path)) << path;
+    fs::resize_file(path, size);  // sparse: no disk used
+  }
+  auto r = MergeTimeline(Env::Default(), root, Out());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(ValidateTraceEvents(test_util::ReadAll(Out())).ok());
+  for (const std::string& path : huge) {
+    bool named = false;
+    for (const std::string& w : r->warnings) {
+      named |= w.find(path) != std::string::npos && w.find("4294967296 bytes") != std::string::npos;
+    }
+    EXPECT_TRUE(named) << path << " not in the warnings:\n"
+                       << ::testing::PrintToString(r->warnings);
+  }
+  EXPECT_EQ(r->counter_events, 0);    // the one system file was skipped
+  EXPECT_EQ(r->detailed_events, 0);   // the one torch trace too
+  EXPECT_GT(r->framework_events, 0);  // the other timeline files were read
+  EXPECT_EQ(r->rule_events, 1);       // LowGPUUtilization's finding; CPUBottleneck's skipped
 }
 
 TEST(MergeTimelineTest, EmptyTrialGivesAValidEmptyTrace) {

@@ -158,6 +158,19 @@ TEST_F(TrialCorruptionTest, DamagedAndOversizedIndexFilesAreListedOnce) {
   EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
+// Issue 17: a collections file past kMaxCollectionsFileBytes (here 4 GiB, sparse, as a damaged
+// or hostile trial can hold) is refused by its size, naming the file, never read into memory.
+TEST_F(TrialCorruptionTest, OversizedCollectionsFileIsRefusedNotRead) {
+  const std::string path = Path(trial_format::CollectionsFilePath("worker_0"));
+  ASSERT_EQ(
+      ::truncate(path.c_str(), static_cast<off_t>(trial_format::kMaxCollectionsFileBytes * 64)), 0);
+  auto t = Trial::Open(dir_, FastOptions(Env::Default()));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kOutOfRange) << t.status().ToString();
+  EXPECT_TRUE(Mentions(t.status(), "worker_0_collections.json")) << t.status().ToString();
+  EXPECT_TRUE(Mentions(t.status(), "4294967296 bytes")) << t.status().ToString();
+}
+
 TEST_F(TrialCorruptionTest, IndexEntryPointingOutsideItsEventFile) {
   const std::string ev = trial_format::EventFilePath(0, "worker_0");
   Write(Path("index/000000000/000000000005_worker_0.json"),

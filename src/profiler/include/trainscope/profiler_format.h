@@ -89,6 +89,11 @@ inline constexpr std::string_view kPytorchDetailedProfilingDir =
     "framework/pytorch/detailed_profiling";
 inline constexpr std::string_view kRuleOutputDir = "rule-output";
 inline constexpr std::string_view kRuleEventsFile = "events.jsonl";
+// Readers do not read a profiler file (system metrics, timeline, torch.profiler trace) or a rule's
+// events.jsonl larger than this: it is skipped, reported as a problem naming the file and its size
+// (system_metrics.md, framework_profiling.md, timeline.md). Far above what the writers make
+// (timeline files rotate at 10 MiB; a system file holds one minute).
+inline constexpr uint64_t kMaxReadFileBytes = uint64_t{256} << 20;
 
 // Rotation (smdebug's ProfilingParameters defaults).
 inline constexpr uint64_t kDefaultRotateMaxFileSizeBytes = 10485760;  // 10 MiB

@@ -31,6 +31,8 @@ inline constexpr std::string_view kEndOfJobFile = "training_job_end.ts";
 inline constexpr std::string_view kIncompletePrefix = "incomplete_";
 // Readers do not read an index file larger than this (index.md, "Parsing rules"): Corruption.
 inline constexpr uint64_t kMaxIndexFileBytes = uint64_t{64} << 20;
+// Nor a collections file larger than this (trial.md, "Collections"): OutOfRange naming the file.
+inline constexpr uint64_t kMaxCollectionsFileBytes = uint64_t{64} << 20;
 inline constexpr std::string_view kIncompleteSuffix = ".json";
 inline constexpr std::string_view kClaimFile = "claim.smd";
 inline constexpr std::string_view kTmpSuffix = ".tmp";
