@@ -77,48 +77,53 @@ def kill_after(p, k, close_delay_s=None):
     return handed, where
 
 
-def read_both(out):
+def read_all(outs):
+    """Each reader once (one process, the trials on its stdin): {reader: [result per trial]}."""
     res = {}
     for which in ("trainscope", "smdebug"):
         r = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
                             "import smdebug_numpy2_compat; smdebug_numpy2_compat.install(); "
                             "runpy.run_path(sys.argv[0], run_name='__main__')",
-                            os.path.join(SCRIPTS, "read_steps.py"), which, out, TENSOR],
-                           env=_env(), capture_output=True, text=True, timeout=120)
+                            os.path.join(SCRIPTS, "read_steps.py"), which, "-", TENSOR],
+                           input="".join(o + "\n" for o in outs), env=_env(),
+                           capture_output=True, text=True, timeout=240)
         assert r.returncode == 0, r.stderr
-        res[which] = json.loads(r.stdout.strip().splitlines()[-1])
-        assert "error" not in res[which], (which, res[which])
+        res[which] = [json.loads(line) for line in r.stdout.strip().splitlines()]
+        assert len(res[which]) == len(outs), r.stdout
     return res
 
 
-def check(out, handed, steps, floats):
-    """Recovers the trial, then checks both readers: every handed-over step, whole."""
+def recover(out):
     r = subprocess.run([CLI, "recover", out, "--json"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     rec = json.loads(r.stdout)
     assert rec["steps_lost"] == 0 and not rec["workers_in_use"], rec
-    res = read_both(out)
-    assert res["trainscope"] == res["smdebug"]
-    got = res["trainscope"]["steps"]
+    assert not os.path.exists(os.path.join(out, ".trainscope", "journal"))
+    return rec["steps_recovered"]
+
+
+def check(ts_res, sm_res, handed, steps, floats):
+    """Both readers' view of a recovered trial: every handed-over step, whole."""
+    assert "error" not in ts_res and "error" not in sm_res, (ts_res, sm_res)
+    assert ts_res == sm_res
+    got = ts_res["steps"]
     want = steps if handed is None else handed
     assert got == list(range(len(got))), got  # a prefix, no gap
     assert len(got) >= want, (want, got)  # nothing handed over was lost
     for s in got:
-        first, last, total, size = res["trainscope"]["values"][str(s)]
+        first, last, total, size = ts_res["values"][str(s)]
         assert (first, last, total, size) == (s, -s, 0.0, floats), (s, first, last, total, size)
-    assert not os.path.exists(os.path.join(out, ".trainscope", "journal"))
-    return rec["steps_recovered"]
 
 
 def test_sigkill_loses_no_handed_over_step(tmp_path):
     assert CLI, "the trainscope command is needed (build it, or install the package)"
     rng = random.Random(17)
-    steps, floats = 40, 1024 * 1024  # 4 MiB a step
+    steps, floats = 24, 1024 * 1024  # 4 MiB a step
     recovered = 0
-    kills = [("mid", rng.randint(1, steps - 1)) for _ in range(4)] + \
+    kills = [("mid", rng.randint(1, steps - 1)) for _ in range(3)] + \
             [("close", rng.uniform(0.0, 0.05)) for _ in range(2)]
-    wheres = []
+    wheres, outs, handed_list = [], [], []
     for i, (kind, arg) in enumerate(kills):
         out = str(tmp_path / f"t{i}")
         p = launch(tmp_path, out, steps, floats, threads=1)
@@ -128,8 +133,13 @@ def test_sigkill_loses_no_handed_over_step(tmp_path):
             handed, where = kill_after(p, steps, close_delay_s=arg)
         wheres.append(where)
         assert not os.path.exists(os.path.join(out, "training_job_end.ts")) or where != "mid-run"
-        recovered += check(out, handed, steps, floats)
-    assert wheres.count("mid-run") == 4, wheres
+        recovered += recover(out)
+        outs.append(out)
+        handed_list.append(handed)
+    res = read_all(outs)
+    for i, handed in enumerate(handed_list):
+        check(res["trainscope"][i], res["smdebug"][i], handed, steps, floats)
+    assert wheres.count("mid-run") == 3, wheres
     # The writer lagged: some kills left steps in the journal that only recovery published
     # (without the journal these were lost).
     assert recovered > 0, wheres
