@@ -367,7 +367,9 @@ Status JournalSlot::Ensure(size_t n) {
                               "journal's largest step (" + std::to_string(jf::kSlotMapBytes) +
                               " bytes); save fewer tensors per step");
   }
+  // Double (few system calls for a growing step), in whole multiples of kMinGrowth.
   size_t want = std::max({n, 2 * reserved_, jf::kMinGrowth});
+  want = (want + jf::kMinGrowth - 1) / jf::kMinGrowth * jf::kMinGrowth;
   want = std::min(want, jf::kSlotMapBytes);
   int r;
   do {

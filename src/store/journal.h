@@ -36,7 +36,8 @@ inline constexpr size_t kEntrySize = 64;
 inline constexpr size_t kLogBytes = kEntries * kEntrySize;
 // Address space mapped per slot (the file grows inside it with fallocate): the largest step.
 inline constexpr size_t kSlotMapBytes = size_t{64} << 30;
-inline constexpr size_t kMinGrowth = size_t{1} << 20;
+// Space is reserved in multiples of this (a reservation larger than the step costs a truncation).
+inline constexpr size_t kMinGrowth = size_t{64} << 10;
 
 std::string JournalDir(std::string_view trial_dir);
 std::string LogPath(std::string_view trial_dir, std::string_view worker);
