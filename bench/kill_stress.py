@@ -129,10 +129,21 @@ def one_kill(rng, i, root, script, cli, readers, steps):
     finally:
         p.kill()
         p.wait(timeout=60)
+        # What the training printed before it died counts too (steps it handed over meanwhile).
+        rest = p.stdout.read().split()
         p.stdout.close()
+    began = phase != "before"
+    for line in rest:
+        if line == "start":
+            continue
+        if line in ("closing", "closed"):
+            seen_close, handed = True, steps
+            alive = alive and line != "closed"
+        elif not seen_close:
+            handed, began = int(line), True
     if seen_close:
         where = "in close()" if alive else "after exit"
-    elif phase == "before":
+    elif not began:
         where = "before first step"  # nothing was handed over (handed stays 0)
     else:
         where = "mid-run"
