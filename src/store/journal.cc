@@ -371,10 +371,18 @@ Status JournalSlot::Ensure(size_t n) {
   size_t want = std::max({n, 2 * reserved_, jf::kMinGrowth});
   want = (want + jf::kMinGrowth - 1) / jf::kMinGrowth * jf::kMinGrowth;
   want = std::min(want, jf::kSlotMapBytes);
-  int r;
-  do {
-    r = ::fallocate(fd_, 0, static_cast<off_t>(reserved_), static_cast<off_t>(want - reserved_));
-  } while (r != 0 && errno == EINTR);
+  auto reserve = [&](size_t upto) {
+    int r;
+    do {
+      r = ::fallocate(fd_, 0, static_cast<off_t>(reserved_), static_cast<off_t>(upto - reserved_));
+    } while (r != 0 && errno == EINTR);
+    return r;
+  };
+  int r = reserve(want);
+  if (r != 0 && want > n && errno != EOPNOTSUPP) {
+    want = n;  // no room (or over a file-size limit) for the doubling: the step may still fit
+    r = reserve(want);
+  }
   if (r != 0) {
     if (errno == EOPNOTSUPP) {
       return Status::NotSupported("the file system of " + path_ + " has no fallocate");
