@@ -44,7 +44,7 @@ Status CheckNoLinkBelow(const std::string& root, const std::string& path) {
     size_t next = path.find('/', pos + 1);
     if (next == std::string::npos) next = path.size();
     const std::string prefix = path.substr(0, next);
-    struct stat st{};
+    struct stat st {};
     if (::lstat(prefix.c_str(), &st) != 0) return Status::OK();
     if (S_ISLNK(st.st_mode)) {
       return Status::IOError(prefix +
@@ -110,7 +110,7 @@ Status ReadAt(int fd, uint64_t offset, size_t n, std::string* out, const std::st
 
 // A regular file's size, or -1 when it does not exist; refuses links and special files.
 Result<int64_t> RegularSize(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return int64_t{-1};
     return Status::FromErrno("stat", path, errno);
@@ -156,9 +156,9 @@ Status VerifyStep(const std::string& trial, const std::string& worker, const Ent
     }
     if (!t.crc32c) continue;
     TS_RETURN_IF_ERROR(ReadAt(slot_fd, t.start_idx, t.length, &rec, slot_path));
-    const uint32_t crc = crc32c::Value(rec.data() + trial_format::kHeaderSize,
-                                       rec.size() - trial_format::kHeaderSize -
-                                           trial_format::kFooterSize);
+    const uint32_t crc =
+        crc32c::Value(rec.data() + trial_format::kHeaderSize,
+                      rec.size() - trial_format::kHeaderSize - trial_format::kFooterSize);
     if (crc != *t.crc32c) {
       return Status::Corruption("tensor \"" + t.tensorname + "\" at byte " +
                                 std::to_string(t.start_idx) + " of " + slot_path +
@@ -228,7 +228,8 @@ Status RecoverStep(const std::string& trial, const std::string& worker, const En
     TS_ASSIGN_OR_RETURN(int64_t event_size, RegularSize(event_path));
     if (event_size != static_cast<int64_t>(e.event_size)) {
       return Status::NotFound("its journal slot " + slot_path + " is missing and its event file " +
-                              event_path + (event_size < 0 ? " does not exist" : " has the wrong size"));
+                              event_path +
+                              (event_size < 0 ? " does not exist" : " has the wrong size"));
     }
   }
   Status s = ReadSmallFile(index_tmp, e.json_size, &json);
@@ -257,7 +258,8 @@ std::vector<std::string> SlotFiles(const std::string& trial, const std::string& 
       continue;
     }
     std::string_view id = n.substr(prefix.size(), n.size() - prefix.size() - 5);
-    if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (id.empty() ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       continue;
     }
     out.push_back(JoinPath(dir, n));
@@ -299,7 +301,7 @@ void RecoverWorkerLocked(const std::string& trial, const std::string& worker, in
                          RecoveryReport* report) {
   const std::string log_path = jf::LogPath(trial, worker);
   std::vector<Entry> entries;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(log_fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     std::string log;
     const size_t n = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), jf::kLogBytes);
@@ -363,8 +365,10 @@ JournalSlot::~JournalSlot() {
 Status JournalSlot::Ensure(size_t n) {
   if (n <= reserved_) return Status::OK();
   if (n > jf::kSlotMapBytes) {
-    return Status::OutOfRange("a step of " + std::to_string(n) + " bytes is larger than the "
-                              "journal's largest step (" + std::to_string(jf::kSlotMapBytes) +
+    return Status::OutOfRange("a step of " + std::to_string(n) +
+                              " bytes is larger than the "
+                              "journal's largest step (" +
+                              std::to_string(jf::kSlotMapBytes) +
                               " bytes); save fewer tensors per step");
   }
   // Double (few system calls for a growing step), in whole multiples of kMinGrowth.
@@ -417,8 +421,7 @@ void JournalSlot::Remove() {
 // ----- Journal
 
 Result<std::unique_ptr<Journal>> Journal::Open(const std::string& trial_dir,
-                                               const std::string& worker,
-                                               RecoveryReport* report) {
+                                               const std::string& worker, RecoveryReport* report) {
   RecoveryReport ignored;
   if (report == nullptr) report = &ignored;
   const std::string dir = jf::JournalDir(trial_dir);
@@ -442,7 +445,8 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& trial_dir,
     return Status::FromErrno("size", log_path, errno);
   }
   void* p = ::mmap(nullptr, jf::kLogBytes, PROT_READ | PROT_WRITE, MAP_SHARED, j->lock_fd_, 0);
-  if (p == MAP_FAILED) return Status::NotSupported("cannot map " + log_path + ": " + std::strerror(errno));
+  if (p == MAP_FAILED)
+    return Status::NotSupported("cannot map " + log_path + ": " + std::strerror(errno));
   j->log_ = static_cast<char*>(p);
   // A first slot now: proves fallocate and the mapping work here, and serves the first step.
   TS_ASSIGN_OR_RETURN(j->prepared_, j->CreateSlot(jf::kMinGrowth, /*populate=*/true));
@@ -549,7 +553,7 @@ void Journal::RemoveFiles() {
 Result<RecoveryReport> RecoverTrial(const std::string& dir) {
   RecoveryReport report;
   const std::string jdir = jf::JournalDir(dir);
-  struct stat st{};
+  struct stat st {};
   if (::lstat(jdir.c_str(), &st) != 0) {
     if (errno == ENOENT) return report;
     return Status::FromErrno("stat", jdir, errno);

@@ -79,8 +79,7 @@ class Journal {
   // a live writer holds the lock; NotSupported where the file system has no fallocate or shared
   // maps (the caller then works without a journal).
   static Result<std::unique_ptr<Journal>> Open(const std::string& trial_dir,
-                                               const std::string& worker,
-                                               RecoveryReport* report);
+                                               const std::string& worker, RecoveryReport* report);
   ~Journal();  // unmaps the log and releases the lock; the files stay for recovery
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -108,7 +107,7 @@ class Journal {
   std::string worker_;
   int lock_fd_ = -1;
   char* log_ = nullptr;
-  uint64_t next_seq_ = 0;               // sealing thread only
+  uint64_t next_seq_ = 0;  // sealing thread only
   std::atomic<uint64_t> next_id_{0};
   std::mutex prepared_mu_;
   std::unique_ptr<JournalSlot> prepared_;  // guarded by prepared_mu_

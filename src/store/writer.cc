@@ -43,7 +43,8 @@ class TrialWriter::Impl {
   // writer of this worker left. Aborted when a live writer of this worker holds it.
   Status OpenJournal() {
     const char* env = std::getenv("TRAINSCOPE_JOURNAL");
-    if (!options_.journal || env_ != Env::Default() || (env != nullptr && std::string(env) == "0")) {
+    const bool off_by_env = env != nullptr && std::string(env) == "0";
+    if (!options_.journal || env_ != Env::Default() || off_by_env) {
       return Status::OK();
     }
     auto j = Journal::Open(dir_, options_.worker, &recovery_);
