@@ -50,6 +50,14 @@ class TrialWriter::Impl {
     auto j = Journal::Open(dir_, options_.worker, &recovery_);
     if (j.ok()) {
       journal_ = std::move(*j);
+      if (!options_.quiet && (recovery_.steps_recovered > 0 || recovery_.steps_lost > 0)) {
+        std::fprintf(stderr,
+                     "trainscope: %s: published %lld step(s) that an earlier writer of %s had "
+                     "handed over before it died (%lld damaged, see incomplete_%s.json)\n",
+                     dir_.c_str(), static_cast<long long>(recovery_.steps_recovered),
+                     options_.worker.c_str(), static_cast<long long>(recovery_.steps_lost),
+                     options_.worker.c_str());
+      }
       return Status::OK();
     }
     if (j.status().code() == StatusCode::kAborted) return j.status();
@@ -62,8 +70,6 @@ class TrialWriter::Impl {
     }
     return Status::OK();
   }
-
-  const RecoveryReport& recovery() const { return recovery_; }
 
   void Start() {
     int n = options_.io_threads;
