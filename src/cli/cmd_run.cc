@@ -40,11 +40,11 @@
 #include "trainscope/rule_registry.h"
 #include "trainscope/rule_runner.h"
 #include "trainscope/stop_signal.h"
+#include "trainscope/writer.h"
 #include "trainscope/supervisor.h"
 #include "trainscope/system_sampler.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
-#include "trainscope/writer.h"
 
 namespace trainscope::cli {
 namespace {
@@ -639,6 +639,19 @@ int RunRun(RunOptions o) {
   };
   events.on_training_ended = [&](int) {
     if (sampler) sampler->Stop();
+    // Steps the training handed over but did not publish (it was killed): published now, in
+    // step order, before the rules' last look (docs/formats/journal.md, Recovery).
+    auto rec = RecoverTrial(o.out);
+    if (!rec.ok()) {
+      std::fprintf(stderr, "trainscope: recovering the trial's journal failed: %s\n",
+                   EscapeForTerminal(rec.status().ToString()).c_str());
+    } else if (rec->steps_recovered > 0 || rec->steps_lost > 0) {
+      std::fprintf(stderr,
+                   "trainscope: the training ended without publishing %lld step(s) it had "
+                   "handed over; recovered them from the journal%s\n",
+                   static_cast<long long>(rec->steps_recovered + rec->steps_lost),
+                   rec->steps_lost > 0 ? " (some were damaged: the trial is incomplete)" : "");
+    }
   };
   // A worker's end: anything but "no issues" (0) or "issues found" (3) is a failure unless the
   // worker wrote its own final status.

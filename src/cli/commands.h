@@ -85,6 +85,7 @@ std::string DescribeIncomplete(const std::vector<IncompleteMarker>& markers);
 int WithIncomplete(int code, bool incomplete);
 
 void RegisterLs(CLI::App& app, int* exit_code);
+void RegisterRecover(CLI::App& app, int* exit_code);
 void RegisterStatus(CLI::App& app, int* exit_code);
 void RegisterRules(CLI::App& app, int* exit_code);
 void RegisterRuleWorker(CLI::App& app, int* exit_code);

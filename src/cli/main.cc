@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   trainscope::cli::RegisterRun(app, &exit_code);
   trainscope::cli::RegisterStatus(app, &exit_code);
   trainscope::cli::RegisterLs(app, &exit_code);
+  trainscope::cli::RegisterRecover(app, &exit_code);
   trainscope::cli::RegisterRules(app, &exit_code);
   trainscope::cli::RegisterRuleWorker(app, &exit_code);
   trainscope::cli::RegisterTimeline(app, &exit_code);

@@ -17,6 +17,26 @@ using trial_format::kMagicFooter;
 StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool)
     : step_(step), mode_(mode), mode_step_(mode_step), pool_(pool) {}
 
+StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, Journal* journal,
+                       size_t reserve)
+    : journal_(journal),
+      reserve_(reserve),
+      step_(step),
+      mode_(mode),
+      mode_step_(mode_step),
+      pool_(nullptr) {}
+
+JournalSlot* StepBuffer::EnsureSlot() {
+  if (slot_ || !status_.ok()) return slot_.get();
+  auto s = journal_->NewSlot(reserve_);
+  if (!s.ok()) {
+    status_ = s.status();
+    return nullptr;
+  }
+  slot_ = std::move(*s);
+  return slot_.get();
+}
+
 StepBuffer::~StepBuffer() { ReleaseChunks(&chunks_); }
 
 void StepBuffer::ReleaseChunks(std::vector<ChunkPool::Chunk>* chunks) {
@@ -36,6 +56,22 @@ char* StepBuffer::NewChunk(size_t n, size_t* capacity) {
 }
 
 char* StepBuffer::Reserve(size_t n) {
+  if (journal_ != nullptr) {
+    // One contiguous region: the event file as it will be. After a failure the rest of the
+    // step goes to a scratch buffer (the step is lost; nothing may crash the training).
+    if (status_.ok() && EnsureSlot() != nullptr) {
+      Status s = slot_->Ensure(file_size_ + n);
+      if (s.ok()) {
+        char* p = slot_->data() + file_size_;
+        file_size_ += n;
+        memory_bytes_ += n;
+        return p;
+      }
+      status_ = s;
+    }
+    if (sink_.size() < n) sink_.resize(n);
+    return sink_.data();
+  }
   if (n > kChunkSize / 4) {
     // A dedicated chunk: big records are written straight from it.
     size_t cap = 0;
@@ -77,6 +113,10 @@ void StepBuffer::AddTensor(std::string_view name, const TensorView& v, double wa
     records_[it->second].live = false;
     record_of_.erase(it);
     replaced_ = true;
+  }
+  if (journal_ != nullptr) {
+    borrow = false;  // copied into the slot now: the step must not need the process's memory
+    keepalive.reset();
   }
   if (keepalive) keepalives_.push_back(std::move(keepalive));
   if (v.dtype == DType::kString) {
@@ -170,6 +210,35 @@ void StepBuffer::AddShape(std::string_view name, const std::vector<int64_t>& sha
 void StepBuffer::Finish() {
   if (!replaced_) return;
   replaced_ = false;
+  if (journal_ != nullptr) {
+    if (!status_.ok() || !slot_) return;
+    // Copy the step aside, then lay its live records out again from the copy.
+    std::vector<char> copy(slot_->data(), slot_->data() + file_size_);
+    const char* base = slot_->data();
+    auto rebase = [&](const char* p) { return p == nullptr ? p : copy.data() + (p - base); };
+    std::vector<Record> old = std::move(records_);
+    records_.clear();
+    record_of_.clear();
+    file_size_ = 0;
+    memory_bytes_ = 0;
+    for (Record& r : old) {
+      if (!r.live) continue;
+      r.head = rebase(r.head);
+      if (r.view.dtype != DType::kString) {
+        r.view.data = rebase(static_cast<const char*>(r.view.data));
+        AddRecord(r.name, r.view, r.wall_time, false);
+        continue;
+      }
+      Record n = r;
+      n.offset = file_size_;
+      char* p = Reserve(r.length);
+      std::memcpy(p, r.head - kHeaderSize, r.length);
+      n.head = p + kHeaderSize;
+      record_of_[n.name] = records_.size();
+      records_.push_back(std::move(n));
+    }
+    return;
+  }
   // Lay the live records out again; the old chunks stay alive until the copies are made.
   std::vector<ChunkPool::Chunk> old_chunks = std::move(chunks_);
   std::vector<Record> old = std::move(records_);

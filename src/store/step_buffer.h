@@ -22,6 +22,7 @@
 
 #include "store/chunk_pool.h"
 #include "store/index_file.h"
+#include "store/journal.h"
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
 #include "trainscope/tensor.h"
@@ -37,6 +38,10 @@ class StepBuffer {
   // `pool` (not owned, may be null) supplies the chunks and gets them back when the buffer dies;
   // it must outlive the buffer.
   StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool = nullptr);
+  // Journal mode (docs/formats/journal.md): records go straight into one memory-mapped slot of
+  // `journal` (not owned; must outlive the buffer), contiguous, as the event file will hold
+  // them; borrowed tensors are copied. The slot is taken at the first record.
+  StepBuffer(int64_t step, Mode mode, int64_t mode_step, Journal* journal, size_t reserve);
   ~StepBuffer();
   StepBuffer(const StepBuffer&) = delete;
   StepBuffer& operator=(const StepBuffer&) = delete;
@@ -58,6 +63,17 @@ class StepBuffer {
   void Finish();
 
   bool empty() const { return records_.empty() && shapes_.empty(); }
+  // Journal mode: OK, or why the step could not be stored (a full disk): the step is lost.
+  const Status& status() const { return status_; }
+  bool journaled() const { return journal_ != nullptr; }
+  // Journal mode: the slot (taken now if no record took one; nullptr when that failed, see
+  // status()).
+  JournalSlot* EnsureSlot();
+  std::unique_ptr<JournalSlot>& slot() { return slot_; }
+  // Journal mode: set when the step is sealed (the index JSON and the commit entry's number).
+  std::string index_json;
+  uint64_t seq = 0;
+  size_t index_tensors = 0;
   bool has_records() const { return !records_.empty(); }
   // Size of the event file.
   uint64_t file_size() const { return file_size_; }
@@ -98,6 +114,11 @@ class StepBuffer {
   void AddRecord(std::string_view name, const TensorView& v, double wall_time, bool borrow);
   void AddStringRecord(std::string_view name, const TensorView& v, double wall_time);
 
+  Journal* journal_ = nullptr;
+  size_t reserve_ = 0;
+  std::unique_ptr<JournalSlot> slot_;
+  Status status_;
+  std::vector<char> sink_;  // journal mode, after a failure: where the rest of the step goes
   int64_t step_;
   Mode mode_;
   int64_t mode_step_;

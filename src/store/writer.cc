@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -17,38 +19,15 @@
 
 #include "trainscope/helper_pool.h"
 #include "store/index_file.h"
+#include "store/journal.h"
 #include "store/step_buffer.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
 
-namespace {
-
-// IOError naming the first component of `path` below the trial folder `root` that is a symbolic
-// link: the writer never writes through one, since it may lead out of the trial (an `events`
-// link planted in the output folder). Components that do not exist yet (or that lstat cannot
-// see, as with an in-memory Env) pass: the writer creates them as real folders.
-Status CheckNoLinkBelow(const std::string& root, const std::string& path) {
-  if (path.size() <= root.size() || path.compare(0, root.size(), root) != 0) return Status::OK();
-  size_t pos = root.size();
-  while (pos < path.size()) {
-    size_t next = path.find('/', pos + 1);
-    if (next == std::string::npos) next = path.size();
-    const std::string prefix = path.substr(0, next);
-    struct stat st{};
-    if (::lstat(prefix.c_str(), &st) != 0) return Status::OK();
-    if (S_ISLNK(st.st_mode)) {
-      return Status::IOError(prefix +
-                             " is a symbolic link: trainscope does not write through links under "
-                             "the output folder (one may lead out of the trial); remove it, or "
-                             "choose another output folder");
-    }
-    pos = next;
-  }
-  return Status::OK();
-}
-
-}  // namespace
+// In journal.cc: IOError naming the first component of `path` below the trial folder `root`
+// that is a symbolic link (the writer never writes through one: it may lead out of the trial).
+Status CheckNoLinkBelow(const std::string& root, const std::string& path);
 
 class TrialWriter::Impl {
  public:
@@ -59,6 +38,38 @@ class TrialWriter::Impl {
         pool_(options_.max_queue_bytes) {}
 
   ~Impl() { (void)Close(); }
+
+  // Opens the journal (docs/formats/journal.md) where it can be used; recovers what a dead
+  // writer of this worker left. Aborted when a live writer of this worker holds it.
+  Status OpenJournal() {
+    const char* env = std::getenv("TRAINSCOPE_JOURNAL");
+    const bool off_by_env = env != nullptr && std::string(env) == "0";
+    if (!options_.journal || env_ != Env::Default() || off_by_env) {
+      return Status::OK();
+    }
+    auto j = Journal::Open(dir_, options_.worker, &recovery_);
+    if (j.ok()) {
+      journal_ = std::move(*j);
+      if (!options_.quiet && (recovery_.steps_recovered > 0 || recovery_.steps_lost > 0)) {
+        std::fprintf(stderr,
+                     "trainscope: %s: published %lld step(s) that an earlier writer of %s had "
+                     "handed over before it died (%lld damaged, see incomplete_%s.json)\n",
+                     dir_.c_str(), static_cast<long long>(recovery_.steps_recovered),
+                     options_.worker.c_str(), static_cast<long long>(recovery_.steps_lost),
+                     options_.worker.c_str());
+      }
+      return Status::OK();
+    }
+    if (j.status().code() == StatusCode::kAborted) return j.status();
+    if (!options_.quiet) {
+      std::fprintf(stderr,
+                   "trainscope: the trial %s has no SIGKILL-proof journal (%s); steps wait in "
+                   "memory, and a killed training loses up to %lld of those handed over\n",
+                   dir_.c_str(), j.status().ToString().c_str(),
+                   static_cast<long long>(options_.max_queue_steps));
+    }
+    return Status::OK();
+  }
 
   void Start() {
     int n = options_.io_threads;
@@ -82,7 +93,9 @@ class TrialWriter::Impl {
                                      "; global steps must increase");
     }
     last_step_ = global_step;
-    step_ = std::make_unique<StepBuffer>(global_step, mode, mode_step, &pool_);
+    step_ = journal_ ? std::make_unique<StepBuffer>(global_step, mode, mode_step, journal_.get(),
+                                                    reserve_hint_.load(std::memory_order_relaxed))
+                     : std::make_unique<StepBuffer>(global_step, mode, mode_step, &pool_);
     // Already over the limit: drop now, before copying anything.
     dropping_ = false;
     dropped_any_ = false;
@@ -185,6 +198,16 @@ class TrialWriter::Impl {
       return Status::OK();
     }
     room_cv_.wait(l, fits);
+    if (step->journaled()) {
+      // The seal: from here on the step survives the process (docs/formats/journal.md).
+      l.unlock();
+      Status s = step->status().ok() ? Seal(step.get()) : step->status();
+      if (!s.ok()) {
+        LoseStep(step.get(), s);
+        return Status::OK();
+      }
+      l.lock();
+    }
     queue_bytes_ += bytes;
     stats_.queue_high_water = std::max<uint64_t>(stats_.queue_high_water, queue_bytes_);
     queue_.push_back(std::move(step));
@@ -204,6 +227,47 @@ class TrialWriter::Impl {
     return s;
   }
 
+  static IndexFile BuildIndex(const StepBuffer& step, const std::string& worker) {
+    IndexFile index;
+    index.mode = step.mode();
+    index.mode_step = step.mode_step();
+    index.shapes = step.shapes();
+    if (step.has_records()) {
+      index.event_file_name = trial_format::EventFilePath(step.step(), worker);
+      index.tensors = step.TensorEntries();
+    }
+    return index;
+  }
+
+  // Journal mode, training thread: the step's index JSON and commit entry.
+  Status Seal(StepBuffer* step) {
+    if (step->EnsureSlot() == nullptr) return step->status();
+    const IndexFile index = BuildIndex(*step, options_.worker);
+    step->index_tensors = index.tensors.size();
+    step->index_json = EncodeIndexFile(index);
+    const uint64_t event_size = step->has_records() ? step->file_size() : 0;
+    TS_ASSIGN_OR_RETURN(step->seq, journal_->Seal(step->slot().get(), step->step(), event_size,
+                                                 step->index_json));
+    // The next step's slot starts with room for one like this one.
+    reserve_hint_.store(event_size + step->index_json.size() + 4096, std::memory_order_relaxed);
+    return Status::OK();
+  }
+
+  // Journal mode, training thread: a step that could not be stored (a full disk).
+  void LoseStep(StepBuffer* step, const Status& s) {
+    if (step->slot()) step->slot()->Remove();
+    RecordError(s.WithContext("step " + std::to_string(step->step())));
+    bool mark = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++stats_.steps_failed;
+      if (first_lost_step_ < 0) first_lost_step_ = step->step();
+      mark = !marked_incomplete_;
+      marked_incomplete_ = true;
+    }
+    if (mark) WriteIncompleteMarker(/*final=*/false);
+  }
+
   Status Flush() {
     std::unique_lock<std::mutex> l(mu_);
     idle_cv_.wait(l, [&] { return queue_.empty() && in_flight_ == 0; });
@@ -221,6 +285,10 @@ class TrialWriter::Impl {
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     closed_ = true;
+    if (journal_) {
+      journal_->RemoveFiles();  // every step handed over is published or counted as failed
+      journal_.reset();
+    }
     WriterStats st;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -273,6 +341,7 @@ class TrialWriter::Impl {
   bool Accepts(uint64_t bytes) const {
     if (queue_.empty()) return true;
     const int64_t handed = static_cast<int64_t>(queue_.size()) + in_flight_;
+    if (journal_ && handed >= journal_format::kEntries - 1) return false;  // log entries in use
     return queue_bytes_ + bytes <= options_.max_queue_bytes &&
            (options_.max_queue_steps <= 0 || handed < options_.max_queue_steps);
   }
@@ -293,15 +362,22 @@ class TrialWriter::Impl {
       l.unlock();
       IndexFile index;
       std::string event_path;
-      Status s = WriteEvents(*step, &index, &event_path);
+      const bool journaled = step->journaled();
+      Status s = journaled ? Status::OK() : WriteEvents(*step, &index, &event_path);
       l.lock();
       publish_cv_.wait(l, [&] { return next_publish_ == turn; });
       l.unlock();
-      s = s.ok() ? PublishIndex(*step, index, event_path) : s;
+      if (journaled) {
+        s = PublishJournaled(step.get());
+      } else {
+        s = s.ok() ? PublishIndex(*step, index, event_path) : s;
+      }
       const uint64_t bytes = step->memory_bytes();
       const uint64_t file_bytes = step->file_size();
       const int64_t step_number = step->step();
-      step.reset();  // frees chunks and keepalives outside the lock
+      const size_t tensors = journaled ? step->index_tensors : index.tensors.size();
+      step.reset();  // frees chunks and keepalives (journal: unmaps the slot) outside the lock
+      if (journaled) journal_->Prepare(reserve_hint_.load(std::memory_order_relaxed));
       if (!s.ok()) RecordError(s);
       l.lock();
       ++next_publish_;
@@ -309,7 +385,7 @@ class TrialWriter::Impl {
       queue_bytes_ -= bytes;
       if (s.ok()) {
         ++stats_.steps_written;
-        stats_.tensors_written += static_cast<int64_t>(index.tensors.size());
+        stats_.tensors_written += static_cast<int64_t>(tensors);
         stats_.bytes_written += file_bytes;
       } else {
         ++stats_.steps_failed;
@@ -415,6 +491,51 @@ class TrialWriter::Impl {
     return Status::OK();
   }
 
+  // Journal mode, one thread at a time in step order: index .tmp, the slot truncated and renamed
+  // to its event file, the index renamed into place (docs/formats/journal.md, Publication).
+  Status PublishJournaled(StepBuffer* step) {
+    JournalSlot* slot = step->slot().get();
+    const uint64_t event_size = step->has_records() ? step->file_size() : 0;
+    const std::string index_path =
+        JoinPath(dir_, trial_format::IndexFilePath(step->step(), options_.worker));
+    const std::string index_tmp = index_path + std::string(trial_format::kTmpSuffix);
+    const std::string index_folder(Dirname(index_path));
+    std::string event_path;
+    bool index_created = false, event_created = false, renamed = false;
+    Status s = EnsureDir(index_folder, &index_created);
+    if (s.ok()) {
+      auto f = env_->NewWritableFile(index_tmp);
+      s = f.status();
+      if (s.ok()) {
+        s = (*f)->Append(step->index_json);
+        if (s.ok() && options_.sync) s = (*f)->Sync();
+        Status c = (*f)->Close();
+        if (s.ok()) s = c;
+      }
+    }
+    if (s.ok() && event_size > 0) {
+      event_path = JoinPath(dir_, trial_format::EventFilePath(step->step(), options_.worker));
+      const std::string event_folder(Dirname(event_path));
+      s = EnsureDir(event_folder, &event_created);
+      if (s.ok() && options_.sync) s = slot->Sync();
+      if (s.ok()) s = slot->TruncateAndRename(event_size, event_path);
+      renamed = s.ok();
+      if (s.ok()) s = SyncNewDir(event_folder, event_created);
+    }
+    if (s.ok()) s = env_->RenameFile(index_tmp, index_path);
+    if (s.ok()) s = SyncNewDir(index_folder, index_created);
+    if (!s.ok()) {
+      (void)env_->RemoveFile(index_tmp);
+      if (renamed) (void)env_->RemoveFile(event_path);
+      slot->Remove();
+      journal_->MarkAbandoned(step->seq);
+      return s.WithContext("step " + std::to_string(step->step()));
+    }
+    slot->Remove();  // a shapes-only step's slot (an event slot was renamed: no-op)
+    journal_->MarkPublished(step->seq);
+    return Status::OK();
+  }
+
   // <dir>/incomplete_<worker>.json (docs/formats/trial.md): what this writer lost so far.
   // Written at the first loss, so a reader following the trial or opening it after a SIGKILL
   // sees it, and again by Close() with the final counts ("final": true), each time atomically.
@@ -500,6 +621,10 @@ class TrialWriter::Impl {
   Status first_error_;
 
   std::vector<std::thread> threads_;
+  // Journal mode (docs/formats/journal.md); null without it. Destroyed after the threads.
+  std::unique_ptr<Journal> journal_;
+  RecoveryReport recovery_;  // what OpenJournal recovered
+  std::atomic<size_t> reserve_hint_{journal_format::kMinGrowth};
 };
 
 Result<std::unique_ptr<TrialWriter>> TrialWriter::Open(const std::string& dir,
@@ -513,6 +638,7 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::Open(const std::string& dir,
   Status s = options.env->CreateDirs(dir);
   if (!s.ok()) return s.WithContext("creating the trial folder " + dir);
   auto impl = std::make_unique<Impl>(dir, std::move(options));
+  TS_RETURN_IF_ERROR(impl->OpenJournal());
   impl->Start();
   return std::unique_ptr<TrialWriter>(new TrialWriter(std::move(impl)));
 }

@@ -440,3 +440,35 @@ def test_findings_of_one_problem_are_one_diagnosis_led_by_its_root_cause(tmp_pat
     text = subprocess.run([CLI, "status", str(trial)], capture_output=True, text=True,
                           env=_env()).stdout
     assert text.index("DeadRelu at step") < text.index("follows from it: "), text
+
+
+def test_a_killed_training_s_handed_over_steps_are_recovered_by_run(tmp_path):
+    """The durability contract under the supervisor (docs/formats/journal.md): a training that
+    saves 4 MiB a step through one lagging I/O thread kills itself with SIGKILL right after its
+    20th step was handed over; `trainscope run` publishes what the training left in the journal
+    as soon as it ended, so the trial holds steps 0-19, whole, and no journal."""
+    trial = tmp_path / "t"
+    code = (
+        "import os, signal, torch\n"
+        "import trainscope.pytorch as ts\n"
+        f"hook = ts.Hook(out_dir={str(trial)!r}, include_regex=['big'],\n"
+        "               save_config=ts.SaveConfig(save_interval=1), quiet=True)\n"
+        "x = torch.zeros(1024 * 1024)\n"
+        "for step in range(21):\n"
+        "    hook.step()\n"
+        "    if step == 20:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)  # steps 0-19 handed over\n"
+        "    x[0] = step\n"
+        "    hook.record_tensor_value('big', x)\n")
+    env = _env()
+    env["TRAINSCOPE_THREADS"] = "1"
+    p = subprocess.run(_run_argv(trial, code=code), capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 5, p.stderr[-3000:]  # the training failed (killed)
+    import trainscope
+
+    t = trainscope.create_trial(str(trial))
+    assert t.steps() == list(range(20)), (t.steps(), p.stderr[-3000:])
+    for s in (0, 19):
+        assert t.tensor("big_output_0").value(s)[0] == s
+    assert not (trial / ".trainscope" / "journal").exists()

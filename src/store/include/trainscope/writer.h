@@ -46,6 +46,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainscope/env.h"
 #include "trainscope/modes.h"
@@ -68,7 +69,29 @@ struct WriterOptions {
   // Threads that write steps' files (see above). 0 = the default: 2, or 1 where
   // TRAINSCOPE_THREADS=1 or the machine has one core. At most 16.
   int io_threads = 0;
+  // Steps handed over survive SIGKILL of the process (docs/formats/journal.md): records are
+  // encoded straight into memory-mapped files of <dir>/.trainscope/journal/. Used only with the
+  // POSIX Env (env == nullptr or Env::Default()) and unless TRAINSCOPE_JOURNAL=0; where the file
+  // system cannot (no fallocate or shared maps) the writer says so once and keeps steps in memory
+  // (a SIGKILL then loses up to max_queue_steps handed-over steps).
+  bool journal = true;
 };
+
+// What a recovery of journaled steps did (RecoverTrial; TrialWriter::Open recovers its worker).
+struct RecoveryReport {
+  int64_t steps_recovered = 0;            // published by this recovery
+  int64_t steps_lost = 0;                 // handed over but damaged: not published
+  int64_t slots_removed = 0;              // journal files removed (steps in progress included)
+  std::vector<std::string> workers_in_use;  // a live writer holds their journal: left alone
+  std::vector<std::string> problems;      // one line per lost step or unreadable file
+};
+
+// Publishes, in step order, the steps that writers of `dir` handed over and did not publish
+// before they died (docs/formats/journal.md, Recovery); workers whose writer still runs are left
+// alone. Readers never see a half-recovered step. A step that fails its checks stops that
+// worker's recovery: it and the later ones are reported and recorded in the incomplete marker.
+// OK with an empty report when there is no journal. Errors only for an unreadable folder.
+Result<RecoveryReport> RecoverTrial(const std::string& dir);
 
 struct WriterStats {
   int64_t steps_written = 0;
