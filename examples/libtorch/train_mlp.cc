@@ -111,7 +111,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return true;
 }
 
-trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Options& o) {
+}  // namespace
+
+// [readme-begin]
+static trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Options& o) {
   if (!o.config.empty() || o.out_dir.empty()) {
     return trainscope::TorchHook::CreateFromJsonFile(o.config);
   }
@@ -124,7 +127,6 @@ trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Option
   return trainscope::TorchHook::Create(std::move(config));
 }
 
-}  // namespace
 
 int main(int argc, char** argv) {
   Options o;
@@ -188,3 +190,4 @@ int main(int argc, char** argv) {
               closed.ok() ? "no errors" : closed.ToString().c_str());
   return closed.ok() ? 0 : 1;
 }
+// [readme-end]
