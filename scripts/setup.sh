@@ -89,6 +89,6 @@ if [[ -f pyproject.toml ]]; then
   # build/'s tests, benchmarks and LibTorch module: CMakeLists.txt), so nothing is compiled twice.
   log "installing trainscope into the virtual environment (pip install ., from build/)"
   "$PY" -m pip install -q --no-build-isolation --no-deps \
-    -C build-dir=build -C cmake.build-type=RelWithDebInfo .
+    --config-settings build-dir=build --config-settings cmake.build-type=RelWithDebInfo .
 fi
 log "done"

@@ -11,9 +11,10 @@ What it takes, and why:
   pure-Python dependencies (from PyPI), and the CUDA libraries come from the environment that
   runs this test (its torch's nvidia/ folder, made visible through a .pth file), plus
   nvidia-curand (60 MB), which the suite's torch does not need and older ones do. The torch and
-  curand wheels are downloaded once into $TRAINSCOPE_WHEEL_CACHE (default <repo>/.cache/wheels).
+  curand wheels are downloaded once into $TRAINSCOPE_WHEEL_CACHE (default
+  ~/.cache/trainscope/wheels, or under $XDG_CACHE_HOME).
 - trainscope is built into a wheel from this checkout with the suite's own build folder
-  ($TRAINSCOPE_BUILD_DIR, else <repo>/build: `pip wheel -C build-dir=...`, the way
+  ($TRAINSCOPE_BUILD_DIR, else <repo>/build: `pip wheel --config-settings build-dir=...`, the way
   scripts/setup.sh installs it, so nothing is compiled again), and that wheel is installed in
   the user's venv with its dependencies, as `pip install <checkout>` would (build, then
   install); the package links no part of torch, so the torch it meets is the user's.
@@ -26,7 +27,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -41,7 +41,9 @@ USER_TORCH = os.environ.get("TRAINSCOPE_USER_TORCH", "2.14.1")
 # The CUDA random-number library of CUDA 13.0 (cuda-toolkit[curand]==13.0.3, which torch 2.13
 # and 2.14 require); the suite's torch 2.15 does not load it, so its environment lacks it.
 CURAND = "nvidia-curand==10.4.0.35"
-CACHE = pathlib.Path(os.environ.get("TRAINSCOPE_WHEEL_CACHE", REPO / ".cache" / "wheels"))
+# Kept between runs (and checkouts) on one machine: the download is paid once.
+CACHE = pathlib.Path(os.environ.get("TRAINSCOPE_WHEEL_CACHE") or pathlib.Path(
+    os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache", "trainscope", "wheels"))
 # torch's pure-Python dependencies (its METADATA), and numpy for trainscope.
 TORCH_DEPS = ["filelock", "typing-extensions", "sympy", "networkx", "jinja2", "fsspec", "numpy"]
 
@@ -125,7 +127,8 @@ def user_venv(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("user_env")
     venv = root / "venv"
-    run([shutil.which("python3") or sys.executable, "-m", "venv", venv])
+    # The interpreter under the suite's venv: the wheel built below is for its Python version.
+    run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", venv])
     py = venv / "bin" / "python"
     run([py, "-m", "pip", "install", "-q", "--no-compile", "--no-deps", torch_whl, curand_whl])
     run([py, "-m", "pip", "install", "-q", "--no-compile", *TORCH_DEPS])
@@ -141,7 +144,8 @@ def user_venv(tmp_path_factory):
     build_type = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", cache, re.M).group(1) or "Release"
     wheels = root / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-C", f"build-dir={BUILD}", "-C", f"cmake.build-type={build_type}", "-w", wheels, REPO])
+         "--config-settings", f"build-dir={BUILD}",
+         "--config-settings", f"cmake.build-type={build_type}", "-w", wheels, REPO])
     wheel = next(wheels.glob("trainscope-*.whl"))
     run([py, "-m", "pip", "install", "-q", "--no-compile", wheel])
     return venv
