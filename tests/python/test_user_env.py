@@ -80,7 +80,17 @@ TRAIN = textwrap.dedent("""\
 """)
 
 
+def user_env():
+    """The environment of a user's shell: none of the suite's Python path or venv (pip would
+    take the suite's trainscope, on PYTHONPATH, for an installed one)."""
+    drop = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_TARGET", "PIP_PREFIX",
+            "TRAINSCOPE_CONFIG", "SMDEBUG_CONFIG_FILE_PATH", "TRAINSCOPE_OUT_DIR", "RANK",
+            "WORLD_SIZE")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 def run(cmd, timeout=900, **kwargs):
+    kwargs.setdefault("env", user_env())
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
                           **kwargs)
     assert proc.returncode == 0, f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -155,10 +165,7 @@ def test_trains_and_reads_back_with_the_users_torch(user_venv, tmp_path):
     py = user_venv / "bin" / "python"
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "TRAINSCOPE_CONFIG", "SMDEBUG_CONFIG_FILE_PATH",
-                        "TRAINSCOPE_OUT_DIR", "RANK", "WORLD_SIZE")}
-    proc = run([py, script, tmp_path / "trial"], timeout=600, cwd=tmp_path, env=env)
+    proc = run([py, script, tmp_path / "trial"], timeout=600, cwd=tmp_path)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["torch"].split("+")[0] == USER_TORCH
     assert got["trainscope"].startswith(str(user_venv)), got["trainscope"]
@@ -168,5 +175,5 @@ def test_trains_and_reads_back_with_the_users_torch(user_venv, tmp_path):
     assert got["losses"] and got["loss_4"] > 0
     # The command installed with the package works in the user's venv.
     cli = user_venv / "bin" / "trainscope"
-    ls = run([cli, "ls", tmp_path / "trial"], env=env, timeout=120)
+    ls = run([cli, "ls", tmp_path / "trial"], timeout=120)
     assert "gradient/" in ls.stdout, ls.stdout
