@@ -127,7 +127,6 @@ static trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const
   return trainscope::TorchHook::Create(std::move(config));
 }
 
-
 int main(int argc, char** argv) {
   Options o;
   if (!ParseArgs(argc, argv, &o)) return 2;
