@@ -7,7 +7,8 @@
 #      (tests/trace_viewer/package-lock.json, with the machine's npm);
 #   3. the C++ build in <checkout>/build (tests and benchmarks included; the LibTorch module too,
 #      against the virtual environment's torch);
-#   4. `pip install` of trainscope itself into the virtual environment.
+#   4. `pip install` of trainscope itself into the virtual environment, from that same build/
+#      (only the Python extension is compiled there: the core is compiled once).
 # Every step is skipped when already done, so running it again is cheap.
 # Environment: TRAINSCOPE_SKIP_APT=1 skips step 1 (for machines set up by hand).
 set -euo pipefail
@@ -83,7 +84,11 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build build -j"$(nproc)"
 
 if [[ -f pyproject.toml ]]; then
-  log "installing trainscope into the virtual environment (pip install .)"
-  "$PY" -m pip install -q --no-build-isolation --no-deps .
+  # One build for the tests and the package: scikit-build-core configures the same build/ with
+  # the same build type (it only adds the extension, which it then compiles and links, and keeps
+  # build/'s tests, benchmarks and LibTorch module: CMakeLists.txt), so nothing is compiled twice.
+  log "installing trainscope into the virtual environment (pip install ., from build/)"
+  "$PY" -m pip install -q --no-build-isolation --no-deps \
+    --config-settings build-dir=build --config-settings cmake.build-type=RelWithDebInfo .
 fi
 log "done"

@@ -111,7 +111,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return true;
 }
 
-trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Options& o) {
+}  // namespace
+
+// [readme-begin]
+static trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Options& o) {
   if (!o.config.empty() || o.out_dir.empty()) {
     return trainscope::TorchHook::CreateFromJsonFile(o.config);
   }
@@ -123,8 +126,6 @@ trainscope::Result<std::unique_ptr<trainscope::TorchHook>> MakeHook(const Option
   config.save_config = trainscope::SaveConfig(every);
   return trainscope::TorchHook::Create(std::move(config));
 }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   Options o;
@@ -188,3 +189,4 @@ int main(int argc, char** argv) {
               closed.ok() ? "no errors" : closed.ToString().c_str());
   return closed.ok() ? 0 : 1;
 }
+// [readme-end]
