@@ -75,6 +75,9 @@ def child_env(threads=None):
     e["SMDEBUG_TRAINING_END_DELAY_REFRESH"] = "0"
     if threads is not None:
         e["TRAINSCOPE_THREADS"] = str(threads)
+    # The journal is opt-in (docs/formats/journal.md): on here, unless the caller set
+    # TRAINSCOPE_JOURNAL (=0 runs the control, where a kill may lose queued steps).
+    e.setdefault("TRAINSCOPE_JOURNAL", "1")
     return e
 
 

@@ -43,10 +43,10 @@ class TrialWriter::Impl {
   // writer of this worker left. Aborted when a live writer of this worker holds it.
   Status OpenJournal() {
     const char* env = std::getenv("TRAINSCOPE_JOURNAL");
-    const bool off_by_env = env != nullptr && std::string(env) == "0";
-    if (!options_.journal || env_ != Env::Default() || off_by_env) {
-      return Status::OK();
-    }
+    bool on = options_.journal;
+    if (env != nullptr && std::string(env) == "0") on = false;
+    if (env != nullptr && std::string(env) == "1") on = true;
+    if (!on || env_ != Env::Default()) return Status::OK();
     auto j = Journal::Open(dir_, options_.worker, &recovery_);
     if (j.ok()) {
       journal_ = std::move(*j);

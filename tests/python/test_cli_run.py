@@ -462,6 +462,7 @@ def test_a_killed_training_s_handed_over_steps_are_recovered_by_run(tmp_path):
         "    hook.record_tensor_value('big', x)\n")
     env = _env()
     env["TRAINSCOPE_THREADS"] = "1"
+    env["TRAINSCOPE_JOURNAL"] = "1"  # the journal is opt-in (docs/formats/journal.md)
     p = subprocess.run(_run_argv(trial, code=code), capture_output=True, text=True, env=env,
                        timeout=300)
     assert p.returncode == 5, p.stderr[-3000:]  # the training failed (killed)

@@ -46,7 +46,7 @@ def launch(tmp_path, out, steps, floats, threads):
     script = tmp_path / "train_kill.py"
     script.write_text(TRAIN)
     return subprocess.Popen([sys.executable, str(script), out, str(steps), str(floats)],
-                            stdout=subprocess.PIPE, env=_env(TRAINSCOPE_THREADS=threads),
+                            stdout=subprocess.PIPE, env=_env(TRAINSCOPE_THREADS=threads, TRAINSCOPE_JOURNAL=1),
                             text=True)
 
 

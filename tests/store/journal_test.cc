@@ -27,6 +27,12 @@ namespace {
 using testing::ListFiles;
 using testing::ReadTrialChecked;
 
+// The journal is off by default (WriterOptions::journal): these tests ask for it.
+WriterOptions Journaled(WriterOptions o = {}) {
+  o.journal = true;
+  return o;
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -105,12 +111,31 @@ void CheckSteps(const std::string& dir, int n, size_t bytes) {
   }
 }
 
+TEST(JournalTest, OffByDefault) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/t";
+  ::unsetenv("TRAINSCOPE_JOURNAL");
+  auto w = TrialWriter::Open(dir, {});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_FALSE(Env::Default()->FileExists(journal_format::LogPath(dir, "worker_0")));
+  ASSERT_TRUE((*w)->BeginStep(0, Mode::kTrain, 0).ok());
+  ASSERT_TRUE((*w)->AddTensor("x", U8(Pattern(1000, 0))).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  CheckSteps(dir, 1, 1000);
+  // TRAINSCOPE_JOURNAL=1 turns it on for a writer whose options leave it off.
+  ::setenv("TRAINSCOPE_JOURNAL", "1", 1);
+  auto on = TrialWriter::Open(tmp.path() + "/u", {});
+  ::unsetenv("TRAINSCOPE_JOURNAL");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(Env::Default()->FileExists(journal_format::LogPath(tmp.path() + "/u", "worker_0")));
+}
+
 TEST(JournalTest, WriterPublishesEveryStepAndLeavesNoJournal) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/t";
   WriterOptions opts;
   opts.io_threads = 2;
-  auto w = TrialWriter::Open(dir, opts);
+  auto w = TrialWriter::Open(dir, Journaled(opts));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_TRUE(Env::Default()->FileExists(journal_format::LogPath(dir, "worker_0")));
   constexpr int kSteps = 40;
@@ -152,16 +177,17 @@ TEST(JournalTest, WriterPublishesEveryStepAndLeavesNoJournal) {
 TEST(JournalTest, SecondLiveWriterOfTheWorkerIsRefused) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/t";
-  auto a = TrialWriter::Open(dir, {});
+  auto a = TrialWriter::Open(dir, Journaled());
   ASSERT_TRUE(a.ok());
-  auto b = TrialWriter::Open(dir, {});
+  auto b = TrialWriter::Open(dir, Journaled());
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kAborted);
   EXPECT_NE(b.status().message().find("another live process"), std::string::npos)
       << b.status().ToString();
   WriterOptions other;
   other.worker = "worker_1";
-  EXPECT_TRUE(TrialWriter::Open(dir, other).ok());  // another worker has its own journal
+  // another worker has its own journal
+  EXPECT_TRUE(TrialWriter::Open(dir, Journaled(other)).ok());
   // While the writer lives, recovery leaves its worker alone.
   auto rec = RecoverTrial(dir);
   ASSERT_TRUE(rec.ok());
@@ -191,7 +217,7 @@ TEST(JournalTest, NextWriterOnTheFolderRecoversFirst) {
   TempDir tmp;
   const std::string dir = tmp.path() + "/t";
   LeaveJournal(dir, 3, 1000);
-  auto w = TrialWriter::Open(dir, {});
+  auto w = TrialWriter::Open(dir, Journaled());
   ASSERT_TRUE(w.ok());
   CheckSteps(dir, 3, 1000);  // published before the writer wrote anything
   ASSERT_TRUE((*w)->BeginStep(3, Mode::kTrain, 3).ok());
@@ -340,7 +366,7 @@ TEST(JournalTest, SigkillLosesNoHandedOverStep) {
       opts.quiet = true;
       opts.io_threads = 1;
       opts.max_queue_steps = 200;  // a deep backlog: the I/O thread lags far behind
-      auto w = TrialWriter::Open(dir, opts);
+      auto w = TrialWriter::Open(dir, Journaled(opts));
       if (!w.ok()) ::_exit(2);
       for (int64_t s = 0;; ++s) {
         (void)(*w)->BeginStep(s, Mode::kTrain, s);

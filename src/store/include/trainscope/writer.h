@@ -70,11 +70,13 @@ struct WriterOptions {
   // TRAINSCOPE_THREADS=1 or the machine has one core. At most 16.
   int io_threads = 0;
   // Steps handed over survive SIGKILL of the process (docs/formats/journal.md): records are
-  // encoded straight into memory-mapped files of <dir>/.trainscope/journal/. Used only with the
-  // POSIX Env (env == nullptr or Env::Default()) and unless TRAINSCOPE_JOURNAL=0; where the file
-  // system cannot (no fallocate or shared maps) the writer says so once and keeps steps in memory
-  // (a SIGKILL then loses up to max_queue_steps handed-over steps).
-  bool journal = true;
+  // encoded straight into memory-mapped files of <dir>/.trainscope/journal/. Off by default: on
+  // ext4 it about doubles the I/O threads' CPU per byte written (journal.md, "Cost, measured"), and
+  // without it a SIGKILL loses at most max_queue_steps handed-over steps. TRAINSCOPE_JOURNAL=1
+  // turns it on for every writer of the process, TRAINSCOPE_JOURNAL=0 off. Used only with the
+  // POSIX Env (env == nullptr or Env::Default()); where the file system cannot (no fallocate or
+  // shared maps) the writer says so once and keeps steps in memory.
+  bool journal = false;
 };
 
 // What a recovery of journaled steps did (RecoverTrial; TrialWriter::Open recovers its worker).
