@@ -46,8 +46,9 @@ def launch(tmp_path, out, steps, floats, threads):
     script = tmp_path / "train_kill.py"
     script.write_text(TRAIN)
     return subprocess.Popen([sys.executable, str(script), out, str(steps), str(floats)],
-                            stdout=subprocess.PIPE, env=_env(TRAINSCOPE_THREADS=threads, TRAINSCOPE_JOURNAL=1),
-                            text=True)
+                            stdout=subprocess.PIPE, text=True,
+                            # the journal is opt-in (docs/formats/journal.md)
+                            env=_env(TRAINSCOPE_THREADS=threads, TRAINSCOPE_JOURNAL=1))
 
 
 def kill_after(p, k, close_delay_s=None):
