@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "store/trial_test_util.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
@@ -17,23 +18,7 @@
 namespace trainscope {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "ts_event_file_XXXXXX";
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path_ + "'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -18,6 +18,7 @@
 #include "store/index_file.h"
 #include "store/step_buffer.h"
 #include "store/trial_check.h"
+#include "store/trial_test_util.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -26,30 +27,13 @@ namespace {
 
 using testing::ListFiles;
 using testing::ReadTrialChecked;
+using testing::TempDir;
 
 // The journal is off by default (WriterOptions::journal): these tests ask for it.
 WriterOptions Journaled(WriterOptions o = {}) {
   o.journal = true;
   return o;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "ts_journal_XXXXXX";
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path_ + "'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string Pattern(size_t n, uint32_t seed) {
   std::string s(n, '\0');
