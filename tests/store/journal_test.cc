@@ -26,6 +26,7 @@ namespace trainscope {
 namespace {
 
 using testing::ListFiles;
+using testing::Pattern;
 using testing::ReadTrialChecked;
 using testing::TempDir;
 
@@ -33,16 +34,6 @@ using testing::TempDir;
 WriterOptions Journaled(WriterOptions o = {}) {
   o.journal = true;
   return o;
-}
-
-std::string Pattern(size_t n, uint32_t seed) {
-  std::string s(n, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (char& c : s) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<char>(x >> 24);
-  }
-  return s;
 }
 
 TensorView U8(const std::string& data) {

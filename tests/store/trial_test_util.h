@@ -75,6 +75,17 @@ inline std::unique_ptr<TrialWriter> OpenWriter(Env* env, const std::string& dir,
 }
 
 // `n` floats that depend on the step and a salt, so each value read back is checkable.
+// n pseudo-random bytes, the same for the same seed (journal and writer tests).
+inline std::string Pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (char& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
 inline std::vector<float> Pattern(int64_t step, int64_t n, float salt) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = salt + static_cast<float>(step) * 1000.0f + i * 0.5f;
