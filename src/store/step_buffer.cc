@@ -229,13 +229,7 @@ void StepBuffer::Finish() {
         AddRecord(r.name, r.view, r.wall_time, false);
         continue;
       }
-      Record n = r;
-      n.offset = file_size_;
-      char* p = Reserve(r.length);
-      std::memcpy(p, r.head - kHeaderSize, r.length);
-      n.head = p + kHeaderSize;
-      record_of_[n.name] = records_.size();
-      records_.push_back(std::move(n));
+      CopyStringRecord(r);
     }
     return;
   }
@@ -256,16 +250,19 @@ void StepBuffer::Finish() {
       AddRecord(r.name, r.view, r.wall_time, r.borrowed);
       continue;
     }
-    // A string record's payload does not depend on its offset: copy it as it is.
-    Record n = r;
-    n.offset = file_size_;
-    char* p = Reserve(r.length);
-    std::memcpy(p, r.head - kHeaderSize, r.length);
-    n.head = p + kHeaderSize;
-    record_of_[n.name] = records_.size();
-    records_.push_back(std::move(n));
+    CopyStringRecord(r);
   }
   ReleaseChunks(&old_chunks);
+}
+
+void StepBuffer::CopyStringRecord(const Record& r) {
+  Record n = r;
+  n.offset = file_size_;
+  char* p = Reserve(r.length);
+  std::memcpy(p, r.head - kHeaderSize, r.length);
+  n.head = p + kHeaderSize;
+  record_of_[n.name] = records_.size();
+  records_.push_back(std::move(n));
 }
 
 std::vector<IndexTensorEntry> StepBuffer::TensorEntries() const {

@@ -112,6 +112,9 @@ class StepBuffer {
   void ReleaseChunks(std::vector<ChunkPool::Chunk>* chunks);
   void AddBorrowedSegment(const char* p, size_t n);
   void AddRecord(std::string_view name, const TensorView& v, double wall_time, bool borrow);
+  // Re-lays out a live string record (its payload does not depend on its offset): copies its
+  // bytes, from r.head - kHeaderSize, to the end of the buffer.
+  void CopyStringRecord(const Record& r);
   void AddStringRecord(std::string_view name, const TensorView& v, double wall_time);
 
   Journal* journal_ = nullptr;
