@@ -82,7 +82,8 @@ BENCHMARK(BM_Memcpy) SIZES;
 
 int main(int argc, char** argv) {
   const char* t = std::getenv("TRAINSCOPE_THREADS");
-  benchmark::AddCustomContext("TRAINSCOPE_THREADS", t != nullptr ? t : "(default: cores, at most 4)");
+  benchmark::AddCustomContext("TRAINSCOPE_THREADS",
+                              t != nullptr ? t : "(default: cores, at most 4)");
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -36,8 +36,8 @@
 // At the end a table compares trainscope with raw write() (goal: ratio >= 0.8).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,10 +129,10 @@ void DropCachedPages(const std::string& dir) {
 
 struct Case {
   const char* label;
-  size_t size;      // bytes per tensor
-  int per_step;     // tensors per step
-  int steps;        // steps per iteration
-  bool goal;        // a row of the goal (>= 0.8); the others show the per-step cost
+  size_t size;   // bytes per tensor
+  int per_step;  // tensors per step
+  int steps;     // steps per iteration
+  bool goal;     // a row of the goal (>= 0.8); the others show the per-step cost
 };
 
 // label -> measured rates (bytes/s), medians over iterations
@@ -224,8 +224,8 @@ void BM_WritePair(benchmark::State& state, Case c) {
     for (int s = 0; s < c.steps; ++s, ++step) {
       (void)(*w)->BeginStep(step, Mode::kTrain, step);
       for (int k = 0; k < c.per_step; ++k) {
-        TensorView v{DType::kF32, src.data() + k * c.size,
-                     {static_cast<int64_t>(c.size / 4)}, {}, {}};
+        TensorView v{
+            DType::kF32, src.data() + k * c.size, {static_cast<int64_t>(c.size / 4)}, {}, {}};
         (void)(*w)->AddTensor(names[k], v);
       }
       (void)(*w)->EndStep();
@@ -300,8 +300,8 @@ void BM_Memcpy(benchmark::State& state, Case c) {
 }
 
 const Case kCases[] = {
-    {"4 KB x 256 per step", 4096, 256, 32, true},   // 32 MiB per iteration
-    {"4 KB x 1 per step", 4096, 1, 256, false},     // bound by the per-step files (see the table)
+    {"4 KB x 256 per step", 4096, 256, 32, true},  // 32 MiB per iteration
+    {"4 KB x 1 per step", 4096, 1, 256, false},    // bound by the per-step files (see the table)
     {"1 MB x 1 per step", 1 << 20, 1, 32, false},
     {"1 MB x 16 per step", 1 << 20, 16, 16, true},  // 256 MiB per iteration
     {"256 MB x 1 per step", 256u << 20, 1, 2, true},
@@ -329,9 +329,10 @@ void PrintTable() {
     if (std::fgets(load, sizeof(load), f) == nullptr) load[0] = 0;
     std::fclose(f);
   }
-  std::printf("\nTrialWriter throughput vs raw sequential write() (sync=%s), folder %s\n"
-              "load average now: %s",
-              SyncWanted() ? "on" : "off", BenchRoot().c_str(), load);
+  std::printf(
+      "\nTrialWriter throughput vs raw sequential write() (sync=%s), folder %s\n"
+      "load average now: %s",
+      SyncWanted() ? "on" : "off", BenchRoot().c_str(), load);
   std::printf("%-22s | %15s | %10s | %6s | %11s | %11s | %s\n", "size", "trainscope MB/s",
               "raw MB/s", "ratio", "goal", "memcpy MB/s", "CPU ms per 100 MB (trainscope / raw)");
   std::printf("%s\n", std::string(125, '-').c_str());
@@ -342,8 +343,8 @@ void PrintTable() {
     const double ratio = r.ratio;
     const char* verdict = !c.goal ? "step cost" : ratio >= 0.8 ? ">= 0.8 ok" : ">= 0.8 MISS";
     std::printf("%-22s | %15.0f | %10.0f | %6.2f | %11s | %11.0f | %.0f / %.0f\n", c.label,
-                r.trainscope / 1e6, r.raw / 1e6, ratio, verdict,
-                r.memcpy_ / 1e6, r.trainscope_cpu * 1e8 * 1e3, r.raw_cpu * 1e8 * 1e3);
+                r.trainscope / 1e6, r.raw / 1e6, ratio, verdict, r.memcpy_ / 1e6,
+                r.trainscope_cpu * 1e8 * 1e3, r.raw_cpu * 1e8 * 1e3);
   }
   // A step costs two new files, a new folder and two renames (smdebug's layout): with one small
   // tensor per step that, not the bytes, sets the pace.
@@ -351,9 +352,10 @@ void PrintTable() {
   if (small != Results().end() && small->second.trainscope > 0) {
     const double step_s = 4096.0 / small->second.trainscope;
     const double raw_s = small->second.raw > 0 ? 4096.0 / small->second.raw : 0;
-    std::printf("time per step with one 4 KB tensor: %.0f us (raw write of 4 KB: %.1f us); the "
-                "difference is the per-step file creation smdebug's layout requires\n",
-                step_s * 1e6, raw_s * 1e6);
+    std::printf(
+        "time per step with one 4 KB tensor: %.0f us (raw write of 4 KB: %.1f us); the "
+        "difference is the per-step file creation smdebug's layout requires\n",
+        step_s * 1e6, raw_s * 1e6);
   }
 }
 

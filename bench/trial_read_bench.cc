@@ -1,11 +1,13 @@
 // Trial read benchmark: opening a 10,000-step x 50-tensor trial and listing it, reading 1 MB
 // tensor values against memcpy of the same bytes, and how soon a new step becomes visible.
 //
-//   build/bench/trial_read_bench                        # builds the trials once, runs, prints a table
-//   build/bench/trial_read_bench --trial=PATH           # also times opening an existing trial
-//                                                       # (e.g. the smdebug-written one of bench/trial_open.py)
+//   build/bench/trial_read_bench
+//       builds the trials once, runs, prints a table
+//   build/bench/trial_read_bench --trial=PATH
+//       also times opening an existing trial (e.g. the smdebug-written one of
+//       bench/trial_open.py)
 //   build/bench/trial_read_bench --make_trial=DIR [--steps=10000 --tensors=50 --elems=256]
-//                                                       # only writes a trial (for the Python benchmark)
+//       only writes a trial (for the Python benchmark)
 //
 // The trials are cached under $TMPDIR/trainscope-bench-trials/ (a ".complete" stamp marks a
 // finished build). The page cache stays warm: "cold" means a new Trial object each time.
@@ -60,7 +62,8 @@ std::string CollectionsJson(const TrialShape& s) {
   std::string names;
   for (int64_t i = 0; i < s.tensors; ++i) names += (i ? ",\"" : "\"") + TensorName(i) + "\"";
   return R"({"collections": {"weights": {"name": "weights", "include_regex": ["weight"],
-    "tensor_names": [)" + names + R"(], "reduction_config": {"save_raw_tensor": true,
+    "tensor_names": [)" +
+         names + R"(], "reduction_config": {"save_raw_tensor": true,
     "reductions": "mean,max,l2_norm"}, "save_config": null, "save_histogram": true}},
     "_meta": {"num_workers": 1}})";
 }
@@ -77,8 +80,8 @@ Status WriteBigTrial(const std::string& dir, const TrialShape& shape) {
   for (auto& v : pool) {
     for (float& x : v) x = normal(rng);
   }
-  const Reduction reds[] = {{ReductionOp::kMean, false}, {ReductionOp::kMax, false},
-                            {ReductionOp::kL2, false}};
+  const Reduction reds[] = {
+      {ReductionOp::kMean, false}, {ReductionOp::kMax, false}, {ReductionOp::kL2, false}};
   for (int64_t s = 0; s < shape.steps; ++s) {
     TS_RETURN_IF_ERROR(w->BeginStep(s, Mode::kTrain, s));
     for (int64_t i = 0; i < shape.tensors; ++i) {
@@ -89,8 +92,8 @@ Status WriteBigTrial(const std::string& dir, const TrialShape& shape) {
         for (Reduction r : reds) {
           TS_ASSIGN_OR_RETURN(double d, ComputeReduction(view, r));
           const float f = static_cast<float>(d);
-          TS_RETURN_IF_ERROR(
-              w->AddTensor(ReductionTensorName(TensorName(i), r), TensorView::Scalar(DType::kF32, &f)));
+          TS_RETURN_IF_ERROR(w->AddTensor(ReductionTensorName(TensorName(i), r),
+                                          TensorView::Scalar(DType::kF32, &f)));
         }
       }
     }
@@ -107,8 +110,8 @@ std::string CachedTrial(const std::string& name, const TrialShape& shape) {
   if (std::filesystem::exists(stamp)) return dir;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(CacheDir());
-  fprintf(stderr, "building %s (%lld steps x %lld tensors x %lld floats; cached)...\n",
-          dir.c_str(), static_cast<long long>(shape.steps), static_cast<long long>(shape.tensors),
+  fprintf(stderr, "building %s (%lld steps x %lld tensors x %lld floats; cached)...\n", dir.c_str(),
+          static_cast<long long>(shape.steps), static_cast<long long>(shape.tensors),
           static_cast<long long>(shape.elems));
   const auto t0 = Clock::now();
   Status s = WriteBigTrial(dir, shape);
@@ -267,9 +270,7 @@ Latency FollowLatency(bool inotify, int samples) {
       if (auto p = text.find(from); p != std::string::npos) {
         text.replace(p, from.size(), "\"mode_step\": " + std::to_string(s));
       }
-      {
-        std::ofstream(idx + ".tmp") << text;
-      }
+      { std::ofstream(idx + ".tmp") << text; }
       while (next.load() < s) std::this_thread::sleep_for(std::chrono::microseconds(100));
       std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the reader is waiting now
       published[s] = Clock::now();
@@ -332,10 +333,11 @@ void PrintSummary(const Collector& c, const Latency& ino, const Latency& poll) {
   printf("%-52s %11.1f MiB  (500k locations + 50k reductions)\n", "  index memory (RSS growth)",
          counter("BM_OpenListBigTrial", "index_rss_MiB"));
   if (!g_extra_trial.empty()) {
-    printf("%-52s %11.1f ms   %s\n", "open + Steps + TensorNames, --trial", ms("BM_OpenListGivenTrial"),
-           g_extra_trial.c_str());
+    printf("%-52s %11.1f ms   %s\n", "open + Steps + TensorNames, --trial",
+           ms("BM_OpenListGivenTrial"), g_extra_trial.c_str());
   }
-  printf("%-52s %11.2f GB/s zero-copy: no bytes move\n", "Value() of a 1 MiB tensor", gbs("BM_Value1MiB"));
+  printf("%-52s %11.2f GB/s zero-copy: no bytes move\n", "Value() of a 1 MiB tensor",
+         gbs("BM_Value1MiB"));
   printf("%-52s %11.2f GB/s Sum over RAM: %.2f GB/s\n", "Value() + sum of its floats",
          gbs("BM_Value1MiBAndSum"), gbs("BM_Sum1MiB"));
   printf("%-52s %11.2f GB/s page-cache/RAM copy limit\n", "memcpy 1 MiB (64 MiB of sources)",

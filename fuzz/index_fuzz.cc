@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto& g = full->shapes[i];
       Check(f.tensorname == g.tensorname && f.originalname == g.originalname, "shape names");
       Check(f.num_dims == g.shape.size(), "dims");
-      for (size_t k = 0; k < f.num_dims; ++k) Check(fast.dims[f.first_dim + k] == g.shape[k], "dim");
+      for (size_t k = 0; k < f.num_dims; ++k)
+        Check(fast.dims[f.first_dim + k] == g.shape[k], "dim");
     }
   }
   if (full.ok()) {

@@ -31,9 +31,7 @@ std::string Slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-void Put(const fs::path& p, const std::string& data) {
-  std::ofstream(p, std::ios::binary) << data;
-}
+void Put(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
 
 constexpr size_t kMaxSeedBytes = 8 * 1024;
 
@@ -139,10 +137,10 @@ int main(int argc, char** argv) {
   o.quiet = true;
   auto w = TrialWriter::Open(trial.string(), o);
   if (!w.ok()) return Fail(w.status());
-  const DType types[] = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kI8,
-                         DType::kI16, DType::kI32,  DType::kI64, DType::kU8,  DType::kU16,
-                         DType::kU32, DType::kU64,  DType::kBool, DType::kComplex64,
-                         DType::kComplex128};
+  const DType types[] = {DType::kF16,  DType::kBF16,      DType::kF32,       DType::kF64,
+                         DType::kI8,   DType::kI16,       DType::kI32,       DType::kI64,
+                         DType::kU8,   DType::kU16,       DType::kU32,       DType::kU64,
+                         DType::kBool, DType::kComplex64, DType::kComplex128};
   std::string bytes(64, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 29 + 3);
   for (int64_t step = 0; step < 2; ++step) {
@@ -155,7 +153,8 @@ int main(int argc, char** argv) {
       if (auto s = (*w)->AddTensor(std::string(DTypeName(t)), v); !s.ok()) return Fail(s);
     }
     const float mean = 0.5f;
-    (void)(*w)->AddTensor("smdebug/reductions/abs_mean/float32", TensorView::Scalar(DType::kF32, &mean));
+    (void)(*w)->AddTensor("smdebug/reductions/abs_mean/float32",
+                          TensorView::Scalar(DType::kF32, &mean));
     TensorView strings{DType::kString, nullptr, {2}, {}, {"ab", ""}};
     (void)(*w)->AddTensor("strings", strings);
     (void)(*w)->AddShape("float32", {2});

@@ -1,13 +1,13 @@
 // libFuzzer target: TFRecord framing, event decoding and the trial's value reader over
 // arbitrary bytes. Whatever the bytes, nothing may crash, hang or read out of bounds; every
 // failure must be a Status.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/event_codec.h"
 #include "store/record_io.h"

@@ -13,6 +13,8 @@
 // "gradient/Net_fc1.weight", "loss_output_0" (trainscope.create_trial, smdebug's create_trial,
 // or `trainscope` commands on the folder). A rule's stop request (`trainscope run --action stop`)
 // ends the training at the next step boundary, with the trial closed and exit code 0.
+#include <torch/torch.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,8 +22,6 @@
 #include <memory>
 #include <numbers>
 #include <string>
-
-#include <torch/torch.h>
 
 #include "trainscope/torch_hook.h"
 
@@ -162,9 +162,8 @@ int main(int argc, char** argv) {
       optimizer.zero_grad();
       loss.backward();
       optimizer.step();
-      std::printf("TRAIN step=%lld mode_step=%lld loss=%.9g\n",
-                  static_cast<long long>(hook.step()), static_cast<long long>(hook.mode_step()),
-                  loss.item<double>());
+      std::printf("TRAIN step=%lld mode_step=%lld loss=%.9g\n", static_cast<long long>(hook.step()),
+                  static_cast<long long>(hook.mode_step()), loss.item<double>());
     }
     if ((step + 1) % o.eval_every == 0) {
       torch::NoGradGuard no_grad;

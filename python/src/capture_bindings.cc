@@ -34,10 +34,10 @@ namespace trainscope::python {
 namespace {
 
 // Order of the values save_stats takes (TensorStats fields); exported as _core.STATS_FIELDS.
-constexpr const char* kStatsFields[] = {
-    "count", "nan_count", "inf_count", "zero_count", "min",  "max",  "abs_min",  "abs_max",
-    "sum",   "abs_sum",   "sum_sq",    "mean",       "m2",   "abs_mean", "abs_m2", "prod",
-    "abs_prod"};
+constexpr const char* kStatsFields[] = {"count",  "nan_count", "inf_count", "zero_count", "min",
+                                        "max",    "abs_min",   "abs_max",   "sum",        "abs_sum",
+                                        "sum_sq", "mean",      "m2",        "abs_mean",   "abs_m2",
+                                        "prod",   "abs_prod"};
 constexpr size_t kNumStatsFields = sizeof(kStatsFields) / sizeof(kStatsFields[0]);
 
 TensorStats StatsFromValues(const std::vector<double>& v) {
@@ -133,12 +133,11 @@ ReductionConfig ReductionConfigFromDict(py::handle h, const std::string& what) {
     if (!d.contains(key) || d[key].is_none()) return;
     for (py::handle item : d[key]) {
       const std::string name = py::str(item).cast<std::string>();
-      out->push_back(ValueOrThrow(
-          [&]() -> Result<ReductionOp> {
-            auto r = ParseReductionForList(key, name);
-            if (!r.ok()) return r.status().WithContext(what);
-            return r;
-          }()));
+      out->push_back(ValueOrThrow([&]() -> Result<ReductionOp> {
+        auto r = ParseReductionForList(key, name);
+        if (!r.ok()) return r.status().WithContext(what);
+        return r;
+      }()));
     }
   };
   list("reductions", &c.reductions);
@@ -388,12 +387,12 @@ py::dict HookConfigSummary(const HookConfig& c) {
   py::dict d;
   d["out_dir"] = c.out_dir;
   d["export_tensorboard"] = c.export_tensorboard;
-  d["tensorboard_dir"] = c.tensorboard_dir.empty() ? py::object(py::none())
-                                                   : py::object(py::str(c.tensorboard_dir));
+  d["tensorboard_dir"] =
+      c.tensorboard_dir.empty() ? py::object(py::none()) : py::object(py::str(c.tensorboard_dir));
   d["dry_run"] = c.dry_run;
   d["include_regex"] = c.include_regex;
-  d["include_collections"] = c.include_collections ? py::cast(*c.include_collections)
-                                                   : py::object(py::none());
+  d["include_collections"] =
+      c.include_collections ? py::cast(*c.include_collections) : py::object(py::none());
   d["save_all"] = c.save_all;
   d["include_workers"] = c.include_workers == IncludeWorkers::kAll ? "all" : "one";
   d["reduction_config"] = ReductionConfigToDict(c.reduction_config);
@@ -448,18 +447,15 @@ void RegisterCapture(py::module_& m) {
           [](PyCollection& p, std::vector<std::string> r) {
             ThrowIfError(p.c->SetIncludeRegex(std::move(r)));
           })
-      .def("include",
-           [](PyCollection& p, const std::string& r) { ThrowIfError(p.c->Include(r)); })
+      .def("include", [](PyCollection& p, const std::string& r) { ThrowIfError(p.c->Include(r)); })
       .def_property(
           "tensor_names", [](const PyCollection& p) { return p.c->tensor_names(); },
           [](PyCollection& p, std::set<std::string> n) { p.c->SetTensorNames(std::move(n)); })
       .def("add_tensor_name", [](PyCollection& p, const std::string& n) { p.c->AddTensorName(n); })
       .def("remove_tensor_name",
            [](PyCollection& p, const std::string& n) { p.c->RemoveTensorName(n); })
-      .def("has_tensor_name",
-           [](const PyCollection& p, const std::string& n) {
-             return p.c->tensor_names().count(n) > 0;
-           })
+      .def("has_tensor_name", [](const PyCollection& p,
+                                 const std::string& n) { return p.c->tensor_names().count(n) > 0; })
       .def_property(
           "reduction_config",
           [](const PyCollection& p) { return ReductionConfigToDict(p.c->reduction_config()); },
@@ -474,7 +470,8 @@ void RegisterCapture(py::module_& m) {
           [](PyCollection& p, py::object d) {
             const std::string what = "collection '" + p.c->name() + "': save_config";
             ThrowIfError(p.c->set_save_config(
-                d.is_none() ? std::nullopt : std::optional<SaveConfig>(SaveConfigFromDict(d, what))));
+                d.is_none() ? std::nullopt
+                            : std::optional<SaveConfig>(SaveConfigFromDict(d, what))));
           })
       .def_property(
           "save_histogram", [](const PyCollection& p) { return p.c->save_histogram(); },
@@ -493,7 +490,8 @@ void RegisterCapture(py::module_& m) {
           [](const std::string& path, py::dict overrides) {
             HookConfig c = ValueOrThrow(LoadHookConfigFile(path));
             if (overrides.contains("rank")) c.rank = overrides["rank"].cast<int>();
-            if (overrides.contains("world_size")) c.world_size = overrides["world_size"].cast<int>();
+            if (overrides.contains("world_size"))
+              c.world_size = overrides["world_size"].cast<int>();
             if (overrides.contains("quiet")) c.quiet = overrides["quiet"].cast<bool>();
             auto hook = ValueOrThrow(Hook::Create(std::move(c)));
             ThrowIfError(hook->Prepare());
@@ -501,15 +499,15 @@ void RegisterCapture(py::module_& m) {
           },
           py::arg("path") = "", py::arg("overrides") = py::dict())
       .def("config", [](PyHook& h) { return HookConfigSummary(h.h().config()); })
-      .def("get_collection",
-           [](PyHook& h, const std::string& name, bool create) -> py::object {
-             auto c = create ? h.h().collections().GetOrCreate(name) : h.h().collections().Get(name);
-             if (!c) return py::none();
-             return py::cast(PyCollection{c});
-           },
-           py::arg("name"), py::arg("create") = true)
-      .def("add_collection",
-           [](PyHook& h, const PyCollection& c) { h.h().collections().Add(c.c); })
+      .def(
+          "get_collection",
+          [](PyHook& h, const std::string& name, bool create) -> py::object {
+            auto c = create ? h.h().collections().GetOrCreate(name) : h.h().collections().Get(name);
+            if (!c) return py::none();
+            return py::cast(PyCollection{c});
+          },
+          py::arg("name"), py::arg("create") = true)
+      .def("add_collection", [](PyHook& h, const PyCollection& c) { h.h().collections().Add(c.c); })
       .def("collection_names",
            [](PyHook& h) {
              std::vector<std::string> out;
@@ -550,16 +548,18 @@ void RegisterCapture(py::module_& m) {
       .def("plan", &PyHook::Plan, py::arg("name"),
            "None if nothing of `name` is saved this step, else a dict: save_raw, save_shape, "
            "reductions [(op, abs)], histogram_tag, tensorboard_scalar.")
-      .def("save", [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, false); },
-           py::arg("name"), py::arg("value"))
-      .def("save_nocopy",
-           [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, true); },
-           py::arg("name"), py::arg("value"),
-           "As save, but borrows a contiguous value until the writer has written it.")
+      .def(
+          "save", [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, false); },
+          py::arg("name"), py::arg("value"))
+      .def(
+          "save_nocopy",
+          [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, true); },
+          py::arg("name"), py::arg("value"),
+          "As save, but borrows a contiguous value until the writer has written it.")
       .def("save_many", &PyHook::SaveMany, py::arg("items"),
            "Saves [(name, value)...] as planned; returns how many were saved.")
-      .def("save_stats", &PyHook::SaveStats, py::arg("name"), py::arg("values"),
-           py::arg("shape"), "Writes planned reductions from STATS_FIELDS values.")
+      .def("save_stats", &PyHook::SaveStats, py::arg("name"), py::arg("values"), py::arg("shape"),
+           "Writes planned reductions from STATS_FIELDS values.")
       .def("save_scalar", &PyHook::SaveScalar, py::arg("name"), py::arg("value"),
            py::arg("wall_time_s") = 0.0)
       .def("save_custom", &PyHook::SaveCustom, py::arg("name"), py::arg("value"),

@@ -27,8 +27,7 @@ using VerdictTuple = std::tuple<std::string, std::string, bool, bool, std::vecto
 
 VerdictTuple ToTuple(const Result<Verdict>& v, int64_t step, Rule& rule, RuleData& data) {
   if (!v.ok()) {
-    return {std::string(StatusCodeName(v.status().code())), v.status().message(), false, false,
-            {}};
+    return {std::string(StatusCodeName(v.status().code())), v.status().message(), false, false, {}};
   }
   std::vector<std::string> findings;
   for (RuleFinding f : v->findings) {
@@ -209,7 +208,8 @@ void RegisterRules(py::module_& m) {
       [](const std::vector<std::string>& names, const std::vector<RuleParams>& params) {
         std::vector<CollectionRequest> all;
         for (size_t i = 0; i < names.size(); ++i) {
-          auto rule = ValueOrThrow(CreateRule(names[i], i < params.size() ? params[i] : RuleParams{}));
+          auto rule =
+              ValueOrThrow(CreateRule(names[i], i < params.size() ? params[i] : RuleParams{}));
           auto reqs = rule->RequiredCollections();
           all.insert(all.end(), reqs.begin(), reqs.end());
         }

@@ -248,7 +248,8 @@ std::unique_ptr<PyTensorInput> TensorFromPython(py::handle value, std::string_vi
   // Objects exporting DLPack (torch and friends), unless they are numpy arrays (buffer path).
   const TorchTypes& torch = Torch();
   const auto* type = reinterpret_cast<PyObject*>(Py_TYPE(value.ptr()));
-  const bool plain_torch = torch.to_dlpack != nullptr && (type == torch.tensor || type == torch.parameter);
+  const bool plain_torch =
+      torch.to_dlpack != nullptr && (type == torch.tensor || type == torch.parameter);
   if (plain_torch || (!py::isinstance<py::array>(value) && py::hasattr(value, "__dlpack__"))) {
     py::object obj = py::reinterpret_borrow<py::object>(value);
     py::object capsule;
@@ -258,8 +259,7 @@ std::unique_ptr<PyTensorInput> TensorFromPython(py::handle value, std::string_vi
       if (py::bool_(obj.attr("is_conj")()) || py::bool_(obj.attr("is_neg")())) {
         obj = obj.attr("resolve_conj")().attr("resolve_neg")();
       }
-      capsule = py::reinterpret_steal<py::object>(
-          PyObject_CallOneArg(torch.to_dlpack, obj.ptr()));
+      capsule = py::reinterpret_steal<py::object>(PyObject_CallOneArg(torch.to_dlpack, obj.ptr()));
       if (!capsule) throw py::error_already_set();
     } else {
       capsule = GenericDlpackCapsule(obj, name);

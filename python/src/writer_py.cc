@@ -204,28 +204,27 @@ scalar, list of str); add_tensor_nocopy keeps a reference to a contiguous value 
 written (do not modify it meanwhile). close() drains the queue and writes training_job_end.ts.
 I/O errors never raise from add/end_step: they are kept in first_error() and counted in stats().
 Not thread-safe: one thread at a time (stats and first_error excepted).)doc")
-      .def(
-          py::init([](const std::string& out_dir, const std::string& worker, size_t max_queue_bytes,
-                      const std::string& when_full, bool sync, bool write_end_marker, bool quiet,
-                      int io_threads) {
-            if (io_threads < 0 || io_threads > 16) {
-              throw py::value_error("io_threads must be 0 (the default) or 1 to 16, got " +
-                                    std::to_string(io_threads));
-            }
-            WriterOptions o;
-            o.io_threads = io_threads;
-            o.worker = worker;
-            o.max_queue_bytes = max_queue_bytes;
-            o.when_full = ParseWhenFull(when_full);
-            o.sync = sync;
-            o.write_end_marker = write_end_marker;
-            o.quiet = quiet;
-            return std::make_unique<PyTrialWriter>(out_dir, std::move(o));
-          }),
-          py::arg("out_dir"), py::arg("worker") = "worker_0",
-          py::arg("max_queue_bytes") = size_t{1} << 30, py::arg("when_full") = "block",
-          py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false,
-          py::arg("io_threads") = 0)
+      .def(py::init([](const std::string& out_dir, const std::string& worker,
+                       size_t max_queue_bytes, const std::string& when_full, bool sync,
+                       bool write_end_marker, bool quiet, int io_threads) {
+             if (io_threads < 0 || io_threads > 16) {
+               throw py::value_error("io_threads must be 0 (the default) or 1 to 16, got " +
+                                     std::to_string(io_threads));
+             }
+             WriterOptions o;
+             o.io_threads = io_threads;
+             o.worker = worker;
+             o.max_queue_bytes = max_queue_bytes;
+             o.when_full = ParseWhenFull(when_full);
+             o.sync = sync;
+             o.write_end_marker = write_end_marker;
+             o.quiet = quiet;
+             return std::make_unique<PyTrialWriter>(out_dir, std::move(o));
+           }),
+           py::arg("out_dir"), py::arg("worker") = "worker_0",
+           py::arg("max_queue_bytes") = size_t{1} << 30, py::arg("when_full") = "block",
+           py::arg("sync") = false, py::arg("write_end_marker") = true, py::arg("quiet") = false,
+           py::arg("io_threads") = 0)
       .def("begin_step", &PyTrialWriter::BeginStep, py::arg("global_step"), py::arg("mode") = 4,
            py::arg("mode_step") = -1,
            "Opens a step. mode: 1..4 or a ModeKeys; mode_step -1 means mode_step = global_step.")

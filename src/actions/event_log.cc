@@ -22,7 +22,6 @@ std::optional<ActionResult> ActionResultFromName(const std::string& name) {
   return std::nullopt;
 }
 
-
 // An integer key of a line: `fallback` when absent or null; false when it holds anything but an
 // integer (json::value would convert a float such as 5e76 to int64, which is undefined).
 bool IntKey(const json& j, const char* key, int64_t fallback, int64_t* out) {

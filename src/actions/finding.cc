@@ -1,6 +1,5 @@
 #include "trainscope/finding.h"
 
-
 #include <cmath>
 #include <cstdio>
 #include <limits>

@@ -158,8 +158,8 @@ void ServeLoop(int listen_fd, int wake_fd, PrometheusExporter::ServeLimits limit
       }
       if (c.answering && !done) {
         // Try at once (the socket usually has room), then whenever poll says it has.
-        ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n =
+            ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) c.sent += static_cast<size_t>(n);
         if (c.sent == c.out.size()) {
           ::shutdown(c.fd, SHUT_WR);
@@ -221,8 +221,9 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port,
                                    std::to_string(server_->port));
   }
   if (limits.max_connections < 1 || limits.request_timeout.count() < 1) {
-    return Status::InvalidArgument("metrics: max_connections and request_timeout must be "
-                                   "positive");
+    return Status::InvalidArgument(
+        "metrics: max_connections and request_timeout must be "
+        "positive");
   }
   const std::string where = host + ":" + std::to_string(port);
   const Status cannot_listen = Status::IOError(

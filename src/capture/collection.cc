@@ -1,9 +1,8 @@
 #include "trainscope/collection.h"
 
 #include <algorithm>
-#include <regex>
-
 #include <nlohmann/json.hpp>
+#include <regex>
 
 namespace trainscope {
 
@@ -23,10 +22,19 @@ bool IsTrainOnlyCollection(std::string_view name) {
 }
 
 const std::vector<std::string_view>& KnownCollectionNames() {
-  static const std::vector<std::string_view> kNames = {
-      ck::kDefault, ck::kAll,     ck::kInputs,  ck::kOutputs,   ck::kWeights,
-      ck::kBiases,  ck::kGradients, ck::kLosses, ck::kLayers,   ck::kMetrics,
-      ck::kSmMetrics, ck::kOptimizerVariables, ck::kTensorflowSummaries};
+  static const std::vector<std::string_view> kNames = {ck::kDefault,
+                                                       ck::kAll,
+                                                       ck::kInputs,
+                                                       ck::kOutputs,
+                                                       ck::kWeights,
+                                                       ck::kBiases,
+                                                       ck::kGradients,
+                                                       ck::kLosses,
+                                                       ck::kLayers,
+                                                       ck::kMetrics,
+                                                       ck::kSmMetrics,
+                                                       ck::kOptimizerVariables,
+                                                       ck::kTensorflowSummaries};
   return kNames;
 }
 
@@ -122,8 +130,8 @@ bool Collection::Matches(std::string_view tensor) const {
 
 CollectionManager CollectionManager::WithPyTorchDefaults() {
   CollectionManager m;
-  for (auto name : {ck::kAll, ck::kDefault, ck::kWeights, ck::kBiases, ck::kGradients,
-                    ck::kLosses}) {
+  for (auto name :
+       {ck::kAll, ck::kDefault, ck::kWeights, ck::kBiases, ck::kGradients, ck::kLosses}) {
     m.GetOrCreate(name);
   }
   // Fixed, valid regexes: Include cannot fail here.
@@ -135,8 +143,8 @@ CollectionManager CollectionManager::WithPyTorchDefaults() {
 }
 
 bool CollectionManager::IsBuiltIn(std::string_view name) {
-  return name == ck::kAll || name == ck::kDefault || name == ck::kWeights ||
-         name == ck::kBiases || name == ck::kGradients || name == ck::kLosses;
+  return name == ck::kAll || name == ck::kDefault || name == ck::kWeights || name == ck::kBiases ||
+         name == ck::kGradients || name == ck::kLosses;
 }
 
 std::shared_ptr<Collection> CollectionManager::Get(std::string_view name) const {

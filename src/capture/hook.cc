@@ -9,8 +9,8 @@
 #include "capture/planner.h"
 #include "capture/workers.h"
 #include "trainscope/out_dir_lock.h"
-#include "trainscope/terminal_escape.h"
 #include "trainscope/tensorboard.h"
+#include "trainscope/terminal_escape.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -37,8 +37,8 @@ class Hook::Impl {
 
   std::unique_ptr<TrialWriter> writer;
   std::unique_ptr<TensorBoardWriter> tensorboard;
-  bool step_open = false;      // writer step begun for `step`
-  bool step_pending = false;   // Step() called, EndStep() not yet
+  bool step_open = false;     // writer step begun for `step`
+  bool step_pending = false;  // Step() called, EndStep() not yet
   bool saved_any_step = false;
   bool collections_exported = false;
   bool closed = false;
@@ -81,8 +81,8 @@ class Hook::Impl {
     if (s.ok()) return s;
     ++stats.errors;
     if (first_error.ok()) {
-      first_error = s.WithContext("tensor '" + std::string(tensor) + "' at step " +
-                                  std::to_string(step));
+      first_error =
+          s.WithContext("tensor '" + std::string(tensor) + "' at step " + std::to_string(step));
       if (!config.quiet) {
         std::fprintf(stderr,
                      "trainscope: could not save %s; training continues, later errors are only "
@@ -231,27 +231,28 @@ Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   auto impl = std::make_unique<Impl>();
   impl->env = config.env ? config.env : Env::Default();
   if (config.out_dir.empty() && !config.dry_run) {
-    return Status::InvalidArgument("out_dir is empty: give the hook the folder to write the trial "
-                                   "to (a new folder, or one without training_job_end.ts)");
+    return Status::InvalidArgument(
+        "out_dir is empty: give the hook the folder to write the trial "
+        "to (a new folder, or one without training_job_end.ts)");
   }
   TS_ASSIGN_OR_RETURN(auto id, capture::ResolveWorker(config.rank, config.world_size));
   impl->rank = id.rank;
   impl->world_size = id.world_size;
   impl->worker = capture::WorkerName(id.rank);
-  impl->writes = !config.dry_run &&
-                 (config.include_workers == IncludeWorkers::kAll || impl->rank == 0);
+  impl->writes =
+      !config.dry_run && (config.include_workers == IncludeWorkers::kAll || impl->rank == 0);
   if (impl->writes &&
       impl->env->FileExists(JoinPath(config.out_dir, trial_format::kEndOfJobFile))) {
-    return Status::InvalidArgument(
-        "out_dir " + config.out_dir + " already holds a finished trial (it has " +
-        std::string(trial_format::kEndOfJobFile) +
-        "): choose a new out_dir, or delete the old trial first");
+    return Status::InvalidArgument("out_dir " + config.out_dir +
+                                   " already holds a finished trial (it has " +
+                                   std::string(trial_format::kEndOfJobFile) +
+                                   "): choose a new out_dir, or delete the old trial first");
   }
   // One training writes an out_dir at a time: another writer's hold refuses this hook, which
   // then saves nothing and says so once (fail open: the training goes on).
   if (impl->writes && !config.out_dir.empty()) {
-    auto lock = capture::OutDirLock::Acquire(config.out_dir, impl->worker, impl->world_size,
-                                             impl->env);
+    auto lock =
+        capture::OutDirLock::Acquire(config.out_dir, impl->worker, impl->world_size, impl->env);
     if (lock.ok()) {
       impl->out_dir_lock = std::move(*lock);
     } else if (lock.status().code() == StatusCode::kUnavailable) {
@@ -301,8 +302,7 @@ const HookConfig& Hook::config() const { return impl_->config; }
 
 Status Hook::Prepare() {
   Impl& d = *impl_;
-  TS_RETURN_IF_ERROR(
-      d.planner.Prepare(d.config.collections, d.config, !d.tensorboard_dir.empty()));
+  TS_RETURN_IF_ERROR(d.planner.Prepare(d.config.collections, d.config, !d.tensorboard_dir.empty()));
   d.prepared = true;
   d.prepared_version = d.config.collections.version();
   if (d.step >= 0) d.due = d.planner.DueMask(d.mode, d.current_mode_step());
@@ -485,8 +485,8 @@ HookStats Hook::stats() const {
     s.steps_saved = w.steps_written;
     s.steps_failed = w.steps_failed;
     s.steps_dropped = w.steps_dropped;
-    s.steps_pending = std::max<int64_t>(
-        0, d.steps_ended - w.steps_written - w.steps_failed - w.steps_dropped);
+    s.steps_pending =
+        std::max<int64_t>(0, d.steps_ended - w.steps_written - w.steps_failed - w.steps_dropped);
   }
   return s;
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 namespace trainscope {
@@ -162,7 +161,8 @@ Result<PartialSaveMode> ParseSaveParams(const std::string& where, const Json& bl
 }
 
 // Per-mode partial parameters: the unprefixed keys overridden by the mode-prefixed ones.
-Result<std::array<PartialSaveMode, 4>> ParseModeParams(const std::string& where, const Json& block) {
+Result<std::array<PartialSaveMode, 4>> ParseModeParams(const std::string& where,
+                                                       const Json& block) {
   TS_ASSIGN_OR_RETURN(PartialSaveMode base, ParseSaveParams(where, block, ""));
   std::array<PartialSaveMode, 4> out;
   for (size_t i = 0; i < 4; ++i) {
@@ -202,12 +202,14 @@ void WarnUnknownKeys(const std::string& where, const Json& block,
     if (IsSaveKey(key)) continue;
     bool ok = false;
     for (auto k : known) ok = ok || key == k;
-    if (!ok) warnings->push_back(where + ": unknown key '" + key + "' is ignored; check its spelling");
+    if (!ok)
+      warnings->push_back(where + ": unknown key '" + key + "' is ignored; check its spelling");
   }
 }
 
 // "reductions" (+ save_raw_tensor, save_shape) of a block, if present.
-Result<std::optional<ReductionConfig>> ParseReductionBlock(const std::string& where, const Json& block) {
+Result<std::optional<ReductionConfig>> ParseReductionBlock(const std::string& where,
+                                                           const Json& block) {
   auto it = block.find("reductions");
   if (it == block.end()) return std::optional<ReductionConfig>();
   bool raw = false, shape = false;
@@ -249,7 +251,8 @@ Status HookConfig::Validate() const {
                                    "WORLD_SIZE from the environment)");
   }
   for (const auto& c : collections.collections()) {
-    if (c->save_config()) TS_RETURN_IF_ERROR(c->save_config()->Validate("collection '" + c->name() + "'"));
+    if (c->save_config())
+      TS_RETURN_IF_ERROR(c->save_config()->Validate("collection '" + c->name() + "'"));
     if (c->reduction_config()) {
       TS_RETURN_IF_ERROR(c->reduction_config()->Validate("collection '" + c->name() + "'"));
     }
@@ -296,7 +299,8 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
                                    detail);
   }
   if (!root.is_object()) {
-    return Status::InvalidArgument(src + ": not a JSON object; a hook configuration looks like "
+    return Status::InvalidArgument(src +
+                                   ": not a JSON object; a hook configuration looks like "
                                    "{\"LocalPath\": \"/out\", \"HookParameters\": {...}}");
   }
   HookConfig c;
@@ -316,7 +320,8 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
 
   Json hp = Json::object();
   if (auto it = root.find("HookParameters"); it != root.end() && !it->is_null()) {
-    if (!it->is_object()) return Status::InvalidArgument(src + ": HookParameters must be an object");
+    if (!it->is_object())
+      return Status::InvalidArgument(src + ": HookParameters must be an object");
     hp = *it;
   }
   const std::string hw = src + ": HookParameters";
@@ -360,7 +365,8 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
 
   if (auto it = root.find("CollectionConfigurations"); it != root.end() && !it->is_null()) {
     if (!it->is_array()) {
-      return Status::InvalidArgument(src + ": CollectionConfigurations must be a list of "
+      return Status::InvalidArgument(src +
+                                     ": CollectionConfigurations must be a list of "
                                      "{\"CollectionName\": ..., \"CollectionParameters\": {...}}");
     }
     std::vector<std::string> names;
@@ -370,7 +376,8 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
       if (!entry.is_object() || !entry.contains("CollectionName")) {
         return Status::InvalidArgument(ew + ": must specify 'CollectionName'");
       }
-      TS_ASSIGN_OR_RETURN(std::string name, ParseString(ew + ".CollectionName", entry["CollectionName"]));
+      TS_ASSIGN_OR_RETURN(std::string name,
+                          ParseString(ew + ".CollectionName", entry["CollectionName"]));
       Json params = Json::object();
       if (auto p = entry.find("CollectionParameters"); p != entry.end() && !p->is_null()) {
         if (!p->is_object()) {
@@ -379,10 +386,10 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
         params = *p;
       }
       const std::string cw = src + ": collection '" + name + "'";
-      WarnUnknownKeys(cw, params,
-                      {"include_regex", "save_histogram", "reductions", "save_raw_tensor",
-                       "save_shape"},
-                      &c.warnings);
+      WarnUnknownKeys(
+          cw, params,
+          {"include_regex", "save_histogram", "reductions", "save_raw_tensor", "save_shape"},
+          &c.warnings);
       auto coll = c.collections.GetOrCreate(name);
       TS_ASSIGN_OR_RETURN(auto coll_modes, ParseModeParams(cw, params));
       std::array<PartialSaveMode, 4> merged = hook_modes;
@@ -429,7 +436,8 @@ Result<HookConfig> LoadHookConfigFile(std::string path, Env* env) {
   TS_ASSIGN_OR_RETURN(HookConfig c, ParseHookConfigJson(*text, path));
   if (c.out_dir.empty()) {
     return Status::InvalidArgument(
-        path + " has no \"LocalPath\": set it to the folder to write the trial to (this file is "
+        path +
+        " has no \"LocalPath\": set it to the folder to write the trial to (this file is "
         "the hook configuration named by TRAINSCOPE_CONFIG or SMDEBUG_CONFIG_FILE_PATH; "
         "`trainscope run --out DIR` writes one for you). smdebug's default " +
         std::string(kSageMakerOutDir) +
@@ -440,8 +448,9 @@ Result<HookConfig> LoadHookConfigFile(std::string path, Env* env) {
   // parameters say.
   if (const char* job = std::getenv("TRAINING_JOB_NAME"); job != nullptr) {
     const char* tb_env = std::getenv(kSageMakerTensorboardConfigEnv);
-    const std::string tb_path = tb_env != nullptr && *tb_env ? std::string(tb_env)
-                                                            : std::string(kSageMakerTensorboardConfig);
+    const std::string tb_path = tb_env != nullptr && *tb_env
+                                    ? std::string(tb_env)
+                                    : std::string(kSageMakerTensorboardConfig);
     c.export_tensorboard = false;
     c.tensorboard_dir.clear();
     if (env->FileExists(tb_path)) {

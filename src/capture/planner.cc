@@ -65,13 +65,14 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
         "').include(regex), add_module_tensors, or a CollectionConfigurations entry with "
         "include_regex)";
     if (c == nullptr) {
-      skipped_.push_back({name, "collection '" + name + "' is not defined" +
-                                    Suggestion(name, collections) + "; known: " +
-                                    KnownNames(collections) + ". It is skipped: " + define});
+      skipped_.push_back(
+          {name, "collection '" + name + "' is not defined" + Suggestion(name, collections) +
+                     "; known: " + KnownNames(collections) + ". It is skipped: " + define});
     } else {
       skipped_.push_back({name, "collection '" + name +
                                     "' has no include_regex and no tensor names; it is "
-                                    "skipped: " + define});
+                                    "skipped: " +
+                                    define});
     }
   }
 

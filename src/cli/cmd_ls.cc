@@ -30,8 +30,10 @@ int RunLs(const LsOptions& o) {
     return kExitUsage;
   }
   // Without --wait, a folder that is no trial at all is said to be one, with the way to wait.
-  const std::string wait_hint = "; if a training is about to write there, wait for it with "
-                                "`trainscope ls " + o.dir + " --wait SECONDS`";
+  const std::string wait_hint =
+      "; if a training is about to write there, wait for it with "
+      "`trainscope ls " +
+      o.dir + " --wait SECONDS`";
   if (o.wait_s <= 0) {
     if (Status s = CheckTrialFolder(o.dir); !s.ok()) {
       std::fprintf(stderr, "trainscope ls: %s%s\n", EscapeForTerminal(s.message()).c_str(),
@@ -46,8 +48,9 @@ int RunLs(const LsOptions& o) {
     if (trial.status().code() == StatusCode::kUnavailable) {
       // Still nothing to read after the wait: say what is missing, in command-line terms.
       Status s = CheckTrialFolder(o.dir);
-      message = s.ok() ? o.dir + " holds no saved step yet (no collections file: the training "
-                                 "has not saved its first step)"
+      message = s.ok() ? o.dir +
+                             " holds no saved step yet (no collections file: the training "
+                             "has not saved its first step)"
                        : s.message();
       if (o.wait_s > 0) message += "; waited " + FormatDuration(o.wait_s);
       message += wait_hint;
@@ -98,8 +101,8 @@ int RunLs(const LsOptions& o) {
     std::cout << DumpJson(j) << "\n";
     return kExitOk;
   }
-  std::cout << "trial   " << EscapeForTerminal(t.path()) << (t.training_ended() ? "  (training ended)" : "  (in progress)")
-            << "\nworkers ";
+  std::cout << "trial   " << EscapeForTerminal(t.path())
+            << (t.training_ended() ? "  (training ended)" : "  (in progress)") << "\nworkers ";
   for (const auto& w : t.workers()) std::cout << EscapeForTerminal(w) << " ";
   std::cout << "\n";
   for (auto& [m, st] : steps.items()) {

@@ -1,8 +1,9 @@
 // `trainscope rule-worker DIR --rule SPEC [--action SPEC]...`, or for a custom Python rule
 // `trainscope rule-worker DIR --rule-file FILE.py:CLASS[:K=V,...] [--python PY] ...`
-// (cli/python_rule.h): evaluates one rule on a trial as it grows, writing rule-output/<Rule>/ and acting on findings. `trainscope run` starts one per
-// rule, so a rule that crashes takes only itself down. SIGTERM or SIGINT ends it cleanly
-// (statuses become final: Stopped if nothing was found).
+// (cli/python_rule.h): evaluates one rule on a trial as it grows, writing rule-output/<Rule>/ and
+// acting on findings. `trainscope run` starts one per rule, so a rule that crashes takes only
+// itself down. SIGTERM or SIGINT ends it cleanly (statuses become final: Stopped if nothing was
+// found).
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -93,7 +94,8 @@ Result<std::unique_ptr<RuleRunner>> OpenProfilerStub(Env* env, const std::string
   wo.write_end_marker = false;
   wo.quiet = true;
   TS_ASSIGN_OR_RETURN(auto writer, TrialWriter::Open(*stub, wo));
-  TS_RETURN_IF_ERROR(writer->WriteCollections(R"({"collections": {}, "_meta": {"num_workers": 1}})"));
+  TS_RETURN_IF_ERROR(
+      writer->WriteCollections(R"({"collections": {}, "_meta": {"num_workers": 1}})"));
   TS_RETURN_IF_ERROR(writer->Close());
   RunnerOptions ro;
   ro.output_dir = JoinPath(dir, rule_output_format::kRuleOutputDir);
@@ -170,7 +172,8 @@ int RunWorker(const WorkerOptions& o) {
       break;
     }
     const bool ended = env->FileExists(JoinPath(o.dir, trial_format::kEndOfJobFile));
-    if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kNotFound) {
+    if (r.status().code() != StatusCode::kUnavailable &&
+        r.status().code() != StatusCode::kNotFound) {
       WriteFinalStatus(o.dir, spec->name, "Error", r.status().message(), (*rule)->Parameters());
       std::fprintf(stderr, "trainscope rule-worker %s: %s\n", spec->name.c_str(),
                    EscapeForTerminal(r.status().message()).c_str());

@@ -25,15 +25,16 @@ nlohmann::json InfoJson(const RuleInfo& info) {
   j["collections"] = nlohmann::json::array();
   // Merged as `run` writes them (one entry per collection).
   for (const auto& c : MergeCollectionRequests(info.default_collections)) {
-    j["collections"].push_back({{"name", c.name},
-                                {"include_regex", c.include_regex},
-                                {"save_interval", c.save_interval},
-                                {"start_step", c.start_step},
-                                {"end_step", c.end_step < 0 ? nlohmann::json() : nlohmann::json(c.end_step)},
-                                {"save_steps", c.save_steps},
-                                {"schedule", DescribeSaveSchedule(c)},
-                                {"reductions", c.reductions},
-                                {"save_raw_tensor", c.save_raw_tensor}});
+    j["collections"].push_back(
+        {{"name", c.name},
+         {"include_regex", c.include_regex},
+         {"save_interval", c.save_interval},
+         {"start_step", c.start_step},
+         {"end_step", c.end_step < 0 ? nlohmann::json() : nlohmann::json(c.end_step)},
+         {"save_steps", c.save_steps},
+         {"schedule", DescribeSaveSchedule(c)},
+         {"reductions", c.reductions},
+         {"save_raw_tensor", c.save_raw_tensor}});
   }
   return j;
 }
@@ -57,11 +58,12 @@ int RunRules(const std::string& name, bool json) {
     Table t({"rule", "kind", "default", "what it catches"});
     auto defaults = DefaultRuleNames();
     for (const auto& r : all) {
-      bool is_default =
-          std::find(defaults.begin(), defaults.end(), r["name"].get<std::string>()) != defaults.end();
+      bool is_default = std::find(defaults.begin(), defaults.end(), r["name"].get<std::string>()) !=
+                        defaults.end();
       t.AddRow({r["name"], r["kind"], is_default ? "yes" : "", r["summary"]});
     }
-    std::cout << t.Render(60, OutputWidth()) << "\n`trainscope rules NAME` shows a rule's parameters; "
+    std::cout << t.Render(60, OutputWidth())
+              << "\n`trainscope rules NAME` shows a rule's parameters; "
               << "use them as --rule NAME:KEY=VALUE,...\n";
     return kExitOk;
   }
@@ -76,8 +78,7 @@ int RunRules(const std::string& name, bool json) {
   if (!r["collections"].empty()) {
     std::cout << "\nSaved for it under `trainscope run`:\n";
     for (const auto& c : r["collections"]) {
-      std::cout << "  " << c["name"].get<std::string>() << " "
-                << c["schedule"].get<std::string>();
+      std::cout << "  " << c["name"].get<std::string>() << " " << c["schedule"].get<std::string>();
       if (!c["include_regex"].empty()) std::cout << ", regex " << c["include_regex"].dump();
       if (!c["reductions"].empty()) std::cout << ", reductions " << c["reductions"].dump();
       std::cout << "\n";

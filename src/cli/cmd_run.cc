@@ -40,11 +40,11 @@
 #include "trainscope/rule_registry.h"
 #include "trainscope/rule_runner.h"
 #include "trainscope/stop_signal.h"
-#include "trainscope/writer.h"
 #include "trainscope/supervisor.h"
 #include "trainscope/system_sampler.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
+#include "trainscope/writer.h"
 
 namespace trainscope::cli {
 namespace {
@@ -107,12 +107,10 @@ Status ValidateRunOptions(const RunOptions& o) {
   }
   if (o.system_interval_ms < profiler_format::kMinSystemIntervalMillis ||
       o.system_interval_ms > profiler_format::kMaxSystemIntervalMillis) {
-    return Status::InvalidArgument("--system-interval-ms " +
-                                   std::to_string(o.system_interval_ms) + ": must be " +
-                                   std::to_string(profiler_format::kMinSystemIntervalMillis) +
-                                   " to " +
-                                   std::to_string(profiler_format::kMaxSystemIntervalMillis) +
-                                   " ms");
+    return Status::InvalidArgument(
+        "--system-interval-ms " + std::to_string(o.system_interval_ms) + ": must be " +
+        std::to_string(profiler_format::kMinSystemIntervalMillis) + " to " +
+        std::to_string(profiler_format::kMaxSystemIntervalMillis) + " ms");
   }
   for (const auto& a : o.actions) {
     ActionContext context;
@@ -248,9 +246,11 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
       return Status::InvalidArgument(where + ": not valid JSON: " + what);
     }
     if (!user.is_object()) {
-      return Status::InvalidArgument(where + ": not a JSON object (smdebug's hook configuration: "
-                                     "{\"HookParameters\": {...}, \"CollectionConfigurations\": "
-                                     "[{\"CollectionName\": ..., \"CollectionParameters\": {...}}]})");
+      return Status::InvalidArgument(
+          where +
+          ": not a JSON object (smdebug's hook configuration: "
+          "{\"HookParameters\": {...}, \"CollectionConfigurations\": "
+          "[{\"CollectionName\": ..., \"CollectionParameters\": {...}}]})");
     }
     for (const auto& [key, value] : user.items()) {
       if (key == "LocalPath") {
@@ -264,8 +264,10 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
         auto& mine = j["CollectionConfigurations"];
         for (const auto& c : value) {
           if (!c.is_object() || !c.contains("CollectionName") || !c["CollectionName"].is_string()) {
-            return Status::InvalidArgument(where + ": every CollectionConfigurations entry needs "
-                                           "a \"CollectionName\" string; found " + c.dump());
+            return Status::InvalidArgument(where +
+                                           ": every CollectionConfigurations entry needs "
+                                           "a \"CollectionName\" string; found " +
+                                           c.dump());
           }
           auto same = std::find_if(mine.begin(), mine.end(), [&](const nlohmann::json& m) {
             return m["CollectionName"] == c["CollectionName"];
@@ -316,7 +318,8 @@ class LiveView {
     for (const auto& r : rules) {
       char line[256];
       std::snprintf(line, sizeof(line), "  %-26s %-14s step %-8s findings %lld",
-                    EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.status).c_str(), r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
+                    EscapeForTerminal(r.rule).c_str(), EscapeForTerminal(r.status).c_str(),
+                    r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
                     static_cast<long long>(r.findings));
       text += line;
       text += "\n";
@@ -382,8 +385,8 @@ void MarkRuleFailed(Env* env, const std::string& trial, const RuleSpec& spec,
   state.status = RuleEvaluationStatus::kError;
   state.message = "the rule's worker process " + what +
                   " before the rule finished (the training was not affected); to evaluate the "
-                  "rule on the trial again: trainscope rule-worker " + trial +
-                  (spec.python_file.empty() ? " --rule '" : " --rule-file '") +
+                  "rule on the trial again: trainscope rule-worker " +
+                  trial + (spec.python_file.empty() ? " --rule '" : " --rule-file '") +
                   FormatRuleSpec(spec) + "'";
   state.finished = true;
   Status s = WriteRuleState(env, trial, state, static_cast<int64_t>(env->NowMicros()));
@@ -417,11 +420,12 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
     if (std::string hooks = capture::DescribeHookWriters(out); !hooks.empty()) {
       return Status::Unavailable(
           out + " is being written by a training started without `trainscope run` (" + hooks +
-          "; lock " + path + "): one training writes a trial at a time; wait for it to end or "
+          "; lock " + path +
+          "): one training writes a trial at a time; wait for it to end or "
           "choose another --out");
     }
-    auto j = nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), nullptr,
-                                   false);
+    auto j =
+        nlohmann::json::parse(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), nullptr, false);
     if (j.is_object()) {
       owner = "pid " + std::to_string(JsonInt(j, "pid", -1)) + " on " + JsonString(j, "host", "?") +
               ", started " + JsonString(j, "started", "?");
@@ -458,7 +462,9 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
 
 int RunRun(RunOptions o) {
   if (o.command.empty()) {
-    std::fprintf(stderr, "trainscope run: no command: write `trainscope run [options] -- python train.py`\n");
+    std::fprintf(
+        stderr,
+        "trainscope run: no command: write `trainscope run [options] -- python train.py`\n");
     return kExitUsage;
   }
   if (Status s = ValidateRunOptions(o); !s.ok()) {
@@ -492,7 +498,8 @@ int RunRun(RunOptions o) {
   char abs[4096];
   std::string meta = JoinPath(o.out, ".trainscope");
   if (Status s = env->CreateDirs(meta); !s.ok()) {
-    std::fprintf(stderr, "trainscope run: cannot create %s: %s\n", meta.c_str(), s.message().c_str());
+    std::fprintf(stderr, "trainscope run: cannot create %s: %s\n", meta.c_str(),
+                 s.message().c_str());
     return kExitFailure;
   }
   if (realpath(o.out.c_str(), abs) != nullptr) o.out = abs;
@@ -515,16 +522,17 @@ int RunRun(RunOptions o) {
     std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
     return kExitFailure;
   }
-  (void)env->WriteFileAtomic(profiler_config, ProfilerConfigJson(o.out, o.system_interval_ms), false);
+  (void)env->WriteFileAtomic(profiler_config, ProfilerConfigJson(o.out, o.system_interval_ms),
+                             false);
 
   // The training gets the terminal (it may read it: pdb, input(); Ctrl-C goes to it directly),
   // when trainscope has it.
   const bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 
-  std::vector<std::string> env_add = {
-      "TRAINSCOPE_CONFIG=" + hook_config, "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
-      "TRAINSCOPE_PROFILER_CONFIG=" + profiler_config, "TRAINSCOPE_OUT_DIR=" + o.out,
-      "TRAINSCOPE_RUN=1"};
+  std::vector<std::string> env_add = {"TRAINSCOPE_CONFIG=" + hook_config,
+                                      "SMDEBUG_CONFIG_FILE_PATH=" + hook_config,
+                                      "TRAINSCOPE_PROFILER_CONFIG=" + profiler_config,
+                                      "TRAINSCOPE_OUT_DIR=" + o.out, "TRAINSCOPE_RUN=1"};
   // Automatic mode (python/trainscope/auto): the package's boot folder goes first on
   // PYTHONPATH, so each Python process of the training runs its sitecustomize, and
   // TRAINSCOPE_AUTO=1 turns the mode on unless the caller set TRAINSCOPE_AUTO (0: off). The
@@ -539,7 +547,8 @@ int RunRun(RunOptions o) {
     } else {
       std::string dir = SelfExe();
       dir.resize(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
-      candidates = {JoinPath(dir, "../auto/boot"), JoinPath(dir, "../../python/trainscope/auto/boot")};
+      candidates = {JoinPath(dir, "../auto/boot"),
+                    JoinPath(dir, "../../python/trainscope/auto/boot")};
     }
     std::string boot;
     for (const auto& c : candidates) {
@@ -565,7 +574,8 @@ int RunRun(RunOptions o) {
     }
   }
   if (!o.json) {
-    std::fprintf(stderr, "trainscope: trial %s\ntrainscope: %zu rule(s):", o.out.c_str(), specs->size());
+    std::fprintf(stderr, "trainscope: trial %s\ntrainscope: %zu rule(s):", o.out.c_str(),
+                 specs->size());
     for (const auto& s : *specs) std::fprintf(stderr, " %s", s.name.c_str());
     std::fprintf(stderr, "\n");
   }
@@ -631,8 +641,7 @@ int RunRun(RunOptions o) {
         std::fprintf(stderr, "trainscope: metrics at http://127.0.0.1:%d/metrics\n", *port);
         feed = std::make_unique<MetricsFeed>(metrics.get(), o.out);
       } else {
-        std::fprintf(stderr, "trainscope run: metrics off: %s\n",
-                     port.status().message().c_str());
+        std::fprintf(stderr, "trainscope run: metrics off: %s\n", port.status().message().c_str());
         metrics.reset();
       }
     }
@@ -737,16 +746,17 @@ int RunRun(RunOptions o) {
     return code;
   }
   std::cout << "\ntrainscope: training "
-            << (stop ? std::string("stopped") : training_code == 0 ? std::string("finished")
-                                              : "exited with code " + std::to_string(training_code))
+            << (stop                 ? std::string("stopped")
+                : training_code == 0 ? std::string("finished")
+                                     : "exited with code " + std::to_string(training_code))
             << " after " << FormatDuration(elapsed) << "; trial " << EscapeForTerminal(o.out)
             << "\n\n"
             << RenderStatusTable(statuses);
   std::cout << RenderDiagnoses(statuses);
   if (stop) std::cout << "\n" << DescribeStop(*stop, o.out);
   if (!incomplete.empty()) std::cout << "\n" << DescribeIncomplete(incomplete);
-  std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out)
-            << "   trainscope ls " << EscapeForTerminal(o.out) << "\n";
+  std::cout << "\nMore: trainscope status " << EscapeForTerminal(o.out) << "   trainscope ls "
+            << EscapeForTerminal(o.out) << "\n";
   return code;
 }
 
@@ -754,27 +764,33 @@ int RunRun(RunOptions o) {
 
 void RegisterRun(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run a training command under the debugger: trainscope run [options] -- COMMAND...");
+  auto* cmd = app.add_subcommand(
+      "run", "Run a training command under the debugger: trainscope run [options] -- COMMAND...");
   cmd->add_option("--out,-o", o->out, "Trial folder (default: runs/<date-time>)");
-  cmd->add_option("--rule,-r", o->rules, "NAME[:KEY=VALUE,...][@ACTIONS]; repeatable (see `trainscope rules`)");
+  cmd->add_option("--rule,-r", o->rules,
+                  "NAME[:KEY=VALUE,...][@ACTIONS]; repeatable (see `trainscope rules`)");
   cmd->add_option("--rule-file", o->rule_files,
                   "FILE.py:CLASS[:KEY=VALUE,...][@ACTIONS]: a custom rule, a subclass of "
                   "smdebug's Rule (trainscope.rules.Rule), run in its own Python process; "
                   "repeatable; checked before the training starts. Python: $TRAINSCOPE_PYTHON, "
                   "else the command's python, else python3");
-  cmd->add_option("--rules", o->preset, "A rule set: default, all or none (default when no --rule)");
-  cmd->add_option("--rules-config", o->rules_file, "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
-  cmd->add_option("--action,-a", o->actions, "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");
+  cmd->add_option("--rules", o->preset,
+                  "A rule set: default, all or none (default when no --rule)");
+  cmd->add_option("--rules-config", o->rules_file,
+                  "JSON file: [{\"name\", \"parameters\", \"actions\"}]");
+  cmd->add_option("--action,-a", o->actions,
+                  "Action for every rule's findings: stop, webhook:url=..., email:to=...,smtp=...");
   auto* save_interval = cmd->add_option("--save-interval", o->save_interval,
                                         "Save the rules' collections every N steps (N >= 1)");
   cmd->add_option("--hook-config", o->hook_config,
                   "smdebug hook configuration JSON merged over the one the rules need (its "
                   "HookParameters and CollectionConfigurations win)");
-  cmd->add_option("--system-interval-ms", o->system_interval_ms, "System metrics interval, 100..60000 ms");
+  cmd->add_option("--system-interval-ms", o->system_interval_ms,
+                  "System metrics interval, 100..60000 ms");
   cmd->add_flag("--no-system", o->no_system, "Do not sample system metrics");
-  auto* metrics_port = cmd->add_option(
-      "--metrics-port", o->metrics_port,
-      "Serve Prometheus metrics on 127.0.0.1:PORT (0 to 65535; 0: any free port)");
+  auto* metrics_port =
+      cmd->add_option("--metrics-port", o->metrics_port,
+                      "Serve Prometheus metrics on 127.0.0.1:PORT (0 to 65535; 0: any free port)");
   cmd->add_option("--rules-timeout", o->rules_timeout_s,
                   "Seconds (> 0) the rules may take after the training ends");
   cmd->add_option("--stop-grace", o->stop_grace_s,

@@ -56,12 +56,18 @@ nlohmann::json TypedParamValue(ParamType type, const std::string& v) {
 
 const char* ParamTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kDouble: return "number";
-    case ParamType::kInt: return "integer";
-    case ParamType::kBool: return "boolean";
-    case ParamType::kString: return "string";
-    case ParamType::kStringList: return "list of strings";
-    case ParamType::kDoubleList: return "list of numbers";
+    case ParamType::kDouble:
+      return "number";
+    case ParamType::kInt:
+      return "integer";
+    case ParamType::kBool:
+      return "boolean";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kStringList:
+      return "list of strings";
+    case ParamType::kDoubleList:
+      return "list of numbers";
   }
   return "string";
 }
@@ -153,11 +159,11 @@ std::string RenderDiagnoses(const std::vector<RuleStatusView>& rules) {
     const bool chain = d.stage != "other";
     out += "\n";
     wrapped(FindingHeadline(d.cause) +
-                (chain && !d.evidence.empty() ? " (" + d.stage + ": the likely root cause of the " +
-                                                    std::to_string(d.evidence.size()) +
-                                                    (d.evidence.size() == 1 ? " finding" : " findings") +
-                                                    " below):"
-                                              : ":"),
+                (chain && !d.evidence.empty()
+                     ? " (" + d.stage + ": the likely root cause of the " +
+                           std::to_string(d.evidence.size()) +
+                           (d.evidence.size() == 1 ? " finding" : " findings") + " below):"
+                     : ":"),
             "");
     wrapped(d.cause.explanation, "  ");
     if (!d.cause.recommendation.empty()) wrapped("what to do: " + d.cause.recommendation, "  ");
@@ -212,8 +218,7 @@ std::optional<LastStep> LastSavedStep(const std::string& trial_dir) {
 
 std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_dir) {
   const int64_t step = JsonInt(stop, "step", -1);
-  std::string head = "training was STOPPED by " +
-                     JsonString(stop, "rule", "a person or a script") +
+  std::string head = "training was STOPPED by " + JsonString(stop, "rule", "a person or a script") +
                      (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
                      JsonString(stop, "explanation", "(no explanation given)");
   std::string where;
@@ -253,18 +258,18 @@ nlohmann::json IncompleteJson(const std::vector<IncompleteMarker>& markers) {
   for (const IncompleteMarker& m : markers) {
     if (m.steps_failed > 0) lost += m.steps_failed;
     if (m.steps_dropped > 0) lost += m.steps_dropped;
-    workers.push_back({{"worker", m.worker},
-                       {"path", m.path},
-                       {"readable", m.readable},
-                       {"problem",
-                        m.readable ? nlohmann::json(nullptr) : nlohmann::json(m.problem)},
-                       {"final", m.final},
-                       {"steps_written", count(m.steps_written)},
-                       {"steps_failed", count(m.steps_failed)},
-                       {"steps_dropped", count(m.steps_dropped)},
-                       {"first_lost_step", count(m.first_lost_step)},
-                       {"first_error", m.first_error.empty() ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(m.first_error)}});
+    workers.push_back(
+        {{"worker", m.worker},
+         {"path", m.path},
+         {"readable", m.readable},
+         {"problem", m.readable ? nlohmann::json(nullptr) : nlohmann::json(m.problem)},
+         {"final", m.final},
+         {"steps_written", count(m.steps_written)},
+         {"steps_failed", count(m.steps_failed)},
+         {"steps_dropped", count(m.steps_dropped)},
+         {"first_lost_step", count(m.first_lost_step)},
+         {"first_error",
+          m.first_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.first_error)}});
   }
   return {{"steps_lost", lost}, {"workers", std::move(workers)}};
 }
@@ -277,8 +282,8 @@ std::string DescribeIncomplete(const std::vector<IncompleteMarker>& markers) {
     std::string head = "the trial is INCOMPLETE: worker " + m.worker;
     std::string more;
     if (m.readable) {
-      const int64_t lost = std::max<int64_t>(m.steps_failed, 0) +
-                           std::max<int64_t>(m.steps_dropped, 0);
+      const int64_t lost =
+          std::max<int64_t>(m.steps_failed, 0) + std::max<int64_t>(m.steps_dropped, 0);
       head += " lost " + std::to_string(lost) + (lost == 1 ? " step" : " steps");
       if (m.steps_written >= 0) {
         head += " (" + std::to_string(m.steps_written) + " written, " +
@@ -335,7 +340,8 @@ int RunStatus(const std::string& dir, bool json) {
     std::cout << "trial " << EscapeForTerminal(dir)
               << (ended ? "  (training ended)" : "  (in progress)") << "\n\n";
     if (rules.empty()) {
-      std::cout << "no rule has run on this trial (run one with `trainscope run --rule NAME -- ...`)\n";
+      std::cout
+          << "no rule has run on this trial (run one with `trainscope run --rule NAME -- ...`)\n";
     } else {
       std::cout << RenderStatusTable(rules) << RenderDiagnoses(rules);
     }

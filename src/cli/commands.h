@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/rule_status.h"
 #include "trainscope/rule_params.h"
@@ -21,12 +20,12 @@ namespace trainscope::cli {
 
 // Exit codes of the trainscope command (documented in the README).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;       // an error (message on stderr)
-inline constexpr int kExitUsage = 2;         // bad command line
-inline constexpr int kExitIssuesFound = 3;   // `run`/`status`: a rule found issues
-inline constexpr int kExitStopped = 4;       // `run`: a rule stopped the training
+inline constexpr int kExitFailure = 1;         // an error (message on stderr)
+inline constexpr int kExitUsage = 2;           // bad command line
+inline constexpr int kExitIssuesFound = 3;     // `run`/`status`: a rule found issues
+inline constexpr int kExitStopped = 4;         // `run`: a rule stopped the training
 inline constexpr int kExitTrainingFailed = 5;  // `run`: the training command failed
-inline constexpr int kExitRuleError = 6;  // `run`: no issues found, but a rule ended in Error
+inline constexpr int kExitRuleError = 6;       // `run`: no issues found, but a rule ended in Error
 // `run`/`status`: a rule's status file is damaged (empty, not JSON, wrong types); stderr names it.
 inline constexpr int kExitUnreadable = 7;
 // `run`/`status`: no rule found issues, but the trial is incomplete: a worker lost steps (a full

@@ -28,8 +28,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     // A last resort: the commands return errors, but a damaged or hostile file met by a
     // library may still exhaust memory; say so instead of aborting.
-    std::fprintf(stderr, "trainscope: out of memory (a damaged or very large file in the "
-                         "folder?)\n");
+    std::fprintf(stderr,
+                 "trainscope: out of memory (a damaged or very large file in the "
+                 "folder?)\n");
     return trainscope::cli::kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trainscope: internal error: %s\n",

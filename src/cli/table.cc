@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 namespace trainscope::cli {
 namespace {
@@ -180,7 +180,8 @@ std::string FormatDuration(double s) {
   if (s < 60) {
     std::snprintf(buf, sizeof(buf), "%.1f s", s);
   } else if (s < 3600) {
-    std::snprintf(buf, sizeof(buf), "%d min %d s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+    std::snprintf(buf, sizeof(buf), "%d min %d s", static_cast<int>(s) / 60,
+                  static_cast<int>(s) % 60);
   } else {
     std::snprintf(buf, sizeof(buf), "%d h %d min", static_cast<int>(s) / 3600,
                   (static_cast<int>(s) % 3600) / 60);

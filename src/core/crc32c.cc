@@ -1,11 +1,11 @@
 #include "trainscope/crc32c.h"
 
-#include "trainscope/helper_pool.h"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
+
+#include "trainscope/helper_pool.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

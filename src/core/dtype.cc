@@ -108,8 +108,8 @@ uint16_t FloatToHalf(float f) {
   uint32_t abs = x & 0x7fffffffu;
   if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // overflow (incl. values rounding to inf) -> inf
-  if (abs < 0x38800000u) {                         // subnormal or zero in half
-    if (abs < 0x33000000u) return sign;            // rounds to zero
+  if (abs < 0x38800000u) {                        // subnormal or zero in half
+    if (abs < 0x33000000u) return sign;           // rounds to zero
     uint32_t e = abs >> 23;
     uint32_t m = (abs & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126 - e;  // value = m * 2^(e-150) = (m >> shift) * 2^-24

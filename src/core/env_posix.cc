@@ -161,11 +161,11 @@ Result<int> OpenRegularForRead(const std::string& path, uint64_t* size = nullptr
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    const char* what = S_ISFIFO(st.st_mode)                          ? "a FIFO"
-                       : S_ISDIR(st.st_mode)                         ? "a folder"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)  ? "a device"
-                       : S_ISSOCK(st.st_mode)                        ? "a socket"
-                                                                     : "not a regular file";
+    const char* what = S_ISFIFO(st.st_mode)                         ? "a FIFO"
+                       : S_ISDIR(st.st_mode)                        ? "a folder"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                    : "not a regular file";
     return Status::IOError(path + " is " + what +
                            ", not a regular file: trainscope reads only regular files (remove or "
                            "replace it)");
@@ -183,7 +183,8 @@ class PosixEnv final : public Env {
     // symbolic link planted at that name is refused, never truncated and written through.
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 && errno == ELOOP) {
-      return Status::IOError(path + " is a symbolic link: trainscope writes no file through a "
+      return Status::IOError(path +
+                             " is a symbolic link: trainscope writes no file through a "
                              "link; remove it");
     }
     if (fd < 0) return Status::FromErrno("open", path, errno);
@@ -348,7 +349,6 @@ class PosixEnv final : public Env {
     if (fd < 0) return Status::FromErrno("inotify_init1", "", errno);
     return std::unique_ptr<ChangeNotifier>(new InotifyNotifier(fd));
   }
-
 };
 
 }  // namespace

@@ -42,9 +42,9 @@ int ThreadsFromEnv() {
 
 struct HelperPool::Impl {
   int threads = 1;
-  pid_t pid = 0;           // the process that owns the helpers
-  std::mutex run_mu;       // one job at a time
-  std::mutex mu;           // guards job, generation, started, Job::active
+  pid_t pid = 0;      // the process that owns the helpers
+  std::mutex run_mu;  // one job at a time
+  std::mutex mu;      // guards job, generation, started, Job::active
   std::condition_variable work_cv, done_cv;
   Job* job = nullptr;
   uint64_t generation = 0;

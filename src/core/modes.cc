@@ -8,10 +8,14 @@ namespace trainscope {
 
 std::string_view ModeName(Mode m) {
   switch (m) {
-    case Mode::kTrain: return "TRAIN";
-    case Mode::kEval: return "EVAL";
-    case Mode::kPredict: return "PREDICT";
-    case Mode::kGlobal: return "GLOBAL";
+    case Mode::kTrain:
+      return "TRAIN";
+    case Mode::kEval:
+      return "EVAL";
+    case Mode::kPredict:
+      return "PREDICT";
+    case Mode::kGlobal:
+      return "GLOBAL";
   }
   return "GLOBAL";
 }

@@ -1,12 +1,12 @@
 #include "trainscope/reductions.h"
 
-#include "trainscope/helper_pool.h"
-
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
 #include <limits>
+
+#include "trainscope/helper_pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,12 +22,18 @@ struct OpName {
   std::string_view name;
 };
 constexpr OpName kOpNames[] = {
-    {ReductionOp::kMin, "min"},           {ReductionOp::kMax, "max"},
-    {ReductionOp::kMean, "mean"},         {ReductionOp::kStd, "std"},
-    {ReductionOp::kVariance, "variance"}, {ReductionOp::kSum, "sum"},
-    {ReductionOp::kProd, "prod"},         {ReductionOp::kL1, "l1"},
-    {ReductionOp::kL2, "l2"},             {ReductionOp::kNanCount, "nan_count"},
-    {ReductionOp::kInfCount, "inf_count"}, {ReductionOp::kZeroFraction, "zero_fraction"},
+    {ReductionOp::kMin, "min"},
+    {ReductionOp::kMax, "max"},
+    {ReductionOp::kMean, "mean"},
+    {ReductionOp::kStd, "std"},
+    {ReductionOp::kVariance, "variance"},
+    {ReductionOp::kSum, "sum"},
+    {ReductionOp::kProd, "prod"},
+    {ReductionOp::kL1, "l1"},
+    {ReductionOp::kL2, "l2"},
+    {ReductionOp::kNanCount, "nan_count"},
+    {ReductionOp::kInfCount, "inf_count"},
+    {ReductionOp::kZeroFraction, "zero_fraction"},
 };
 
 // Element loaders: every dtype to double (complex: magnitude).
@@ -274,7 +280,7 @@ __attribute__((target("avx2,fma"))) bool BlockF32Float(const float* p, size_t m8
   VecExtremes<kZeros, kAbsExt> ext;
   // One vector into one set of float accumulators.
   auto add = [&](const float* at, __m256& sum, __m256& asum, __m256& sq)
-                 __attribute__((target("avx2,fma"), always_inline)) {
+      __attribute__((target("avx2,fma"), always_inline)) {
     const __m256 x = _mm256_loadu_ps(at);
     const __m256 ax = _mm256_and_ps(x, fabs);
     sum = _mm256_add_ps(sum, x);
@@ -310,8 +316,7 @@ template <bool kZeros, bool kAbsExt>
 __attribute__((target("avx2,fma"))) void BlockF32Double(const float* p, size_t m8, Block* b) {
   const __m256d dabs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
   const __m256 fabs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0, as0 = sum0, as1 = sum0, sq0 = sum0,
-          sq1 = sum0;
+  __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0, as0 = sum0, as1 = sum0, sq0 = sum0, sq1 = sum0;
   VecExtremes<kZeros, kAbsExt> ext;
   for (size_t i = 0; i < m8; i += 8) {
     const __m256 x = _mm256_loadu_ps(p + i);
@@ -390,22 +395,53 @@ __attribute__((target("avx2,fma"))) void AccumulateF32Avx2(const float* data, si
 template <typename Fn>
 bool Dispatch(DType t, const void* data, Fn&& fn) {
   switch (t) {
-    case DType::kF16: fn(static_cast<const F16*>(data)); return true;
-    case DType::kBF16: fn(static_cast<const BF16*>(data)); return true;
-    case DType::kF32: fn(static_cast<const float*>(data)); return true;
-    case DType::kF64: fn(static_cast<const double*>(data)); return true;
-    case DType::kI8: fn(static_cast<const int8_t*>(data)); return true;
-    case DType::kI16: fn(static_cast<const int16_t*>(data)); return true;
-    case DType::kI32: fn(static_cast<const int32_t*>(data)); return true;
-    case DType::kI64: fn(static_cast<const int64_t*>(data)); return true;
-    case DType::kU8: fn(static_cast<const uint8_t*>(data)); return true;
-    case DType::kU16: fn(static_cast<const uint16_t*>(data)); return true;
-    case DType::kU32: fn(static_cast<const uint32_t*>(data)); return true;
-    case DType::kU64: fn(static_cast<const uint64_t*>(data)); return true;
-    case DType::kBool: fn(static_cast<const bool*>(data)); return true;
-    case DType::kComplex64: fn(static_cast<const std::complex<float>*>(data)); return true;
-    case DType::kComplex128: fn(static_cast<const std::complex<double>*>(data)); return true;
-    default: return false;
+    case DType::kF16:
+      fn(static_cast<const F16*>(data));
+      return true;
+    case DType::kBF16:
+      fn(static_cast<const BF16*>(data));
+      return true;
+    case DType::kF32:
+      fn(static_cast<const float*>(data));
+      return true;
+    case DType::kF64:
+      fn(static_cast<const double*>(data));
+      return true;
+    case DType::kI8:
+      fn(static_cast<const int8_t*>(data));
+      return true;
+    case DType::kI16:
+      fn(static_cast<const int16_t*>(data));
+      return true;
+    case DType::kI32:
+      fn(static_cast<const int32_t*>(data));
+      return true;
+    case DType::kI64:
+      fn(static_cast<const int64_t*>(data));
+      return true;
+    case DType::kU8:
+      fn(static_cast<const uint8_t*>(data));
+      return true;
+    case DType::kU16:
+      fn(static_cast<const uint16_t*>(data));
+      return true;
+    case DType::kU32:
+      fn(static_cast<const uint32_t*>(data));
+      return true;
+    case DType::kU64:
+      fn(static_cast<const uint64_t*>(data));
+      return true;
+    case DType::kBool:
+      fn(static_cast<const bool*>(data));
+      return true;
+    case DType::kComplex64:
+      fn(static_cast<const std::complex<float>*>(data));
+      return true;
+    case DType::kComplex128:
+      fn(static_cast<const std::complex<double>*>(data));
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -440,9 +476,8 @@ Result<Reduction> ParseReduction(std::string_view token) {
   if (!op) {
     std::string valid;
     for (const auto& o : kOpNames) valid.append(valid.empty() ? "" : ", ").append(o.name);
-    return Status::InvalidArgument("unknown reduction '" + std::string(token) +
-                                   "': use one of " + valid +
-                                   " (or l1_norm, l2_norm), optionally prefixed with abs_");
+    return Status::InvalidArgument("unknown reduction '" + std::string(token) + "': use one of " +
+                                   valid + " (or l1_norm, l2_norm), optionally prefixed with abs_");
   }
   r.op = *op;
   return r;
@@ -471,18 +506,30 @@ double TensorStats::Value(Reduction r) const {
   const double n = static_cast<double>(count);
   const bool has_nan = nan_count > 0;
   switch (r.op) {
-    case ReductionOp::kMin: return empty || has_nan ? kNaN : (r.abs ? abs_min : min);
-    case ReductionOp::kMax: return empty || has_nan ? kNaN : (r.abs ? abs_max : max);
-    case ReductionOp::kMean: return empty ? kNaN : (r.abs ? abs_mean : mean);
-    case ReductionOp::kVariance: return empty ? kNaN : (r.abs ? abs_m2 : m2) / n;
-    case ReductionOp::kStd: return empty ? kNaN : std::sqrt((r.abs ? abs_m2 : m2) / n);
-    case ReductionOp::kSum: return r.abs ? abs_sum : sum;
-    case ReductionOp::kProd: return r.abs ? abs_prod : prod;
-    case ReductionOp::kL1: return abs_sum;
-    case ReductionOp::kL2: return std::sqrt(sum_sq);
-    case ReductionOp::kNanCount: return static_cast<double>(nan_count);
-    case ReductionOp::kInfCount: return static_cast<double>(inf_count);
-    case ReductionOp::kZeroFraction: return empty ? 0.0 : static_cast<double>(zero_count) / n;
+    case ReductionOp::kMin:
+      return empty || has_nan ? kNaN : (r.abs ? abs_min : min);
+    case ReductionOp::kMax:
+      return empty || has_nan ? kNaN : (r.abs ? abs_max : max);
+    case ReductionOp::kMean:
+      return empty ? kNaN : (r.abs ? abs_mean : mean);
+    case ReductionOp::kVariance:
+      return empty ? kNaN : (r.abs ? abs_m2 : m2) / n;
+    case ReductionOp::kStd:
+      return empty ? kNaN : std::sqrt((r.abs ? abs_m2 : m2) / n);
+    case ReductionOp::kSum:
+      return r.abs ? abs_sum : sum;
+    case ReductionOp::kProd:
+      return r.abs ? abs_prod : prod;
+    case ReductionOp::kL1:
+      return abs_sum;
+    case ReductionOp::kL2:
+      return std::sqrt(sum_sq);
+    case ReductionOp::kNanCount:
+      return static_cast<double>(nan_count);
+    case ReductionOp::kInfCount:
+      return static_cast<double>(inf_count);
+    case ReductionOp::kZeroFraction:
+      return empty ? 0.0 : static_cast<double>(zero_count) / n;
   }
   return kNaN;
 }
@@ -490,9 +537,9 @@ double TensorStats::Value(Reduction r) const {
 namespace {
 
 constexpr std::string_view kStatsFieldNames[kNumStatsFields] = {
-    "count", "nan_count", "inf_count", "zero_count", "min",    "max",      "abs_min", "abs_max",
-    "sum",   "abs_sum",   "sum_sq",    "mean",       "m2",     "abs_mean", "abs_m2",  "prod",
-    "abs_prod"};
+    "count",   "nan_count", "inf_count", "zero_count", "min",     "max",
+    "abs_min", "abs_max",   "sum",       "abs_sum",    "sum_sq",  "mean",
+    "m2",      "abs_mean",  "abs_m2",    "prod",       "abs_prod"};
 
 }  // namespace
 
@@ -512,46 +559,97 @@ std::vector<StatsField> StatsFieldSet::ToVector() const {
 
 double TensorStats::Get(StatsField f) const {
   switch (f) {
-    case StatsField::kCount: return static_cast<double>(count);
-    case StatsField::kNanCount: return static_cast<double>(nan_count);
-    case StatsField::kInfCount: return static_cast<double>(inf_count);
-    case StatsField::kZeroCount: return static_cast<double>(zero_count);
-    case StatsField::kMin: return min;
-    case StatsField::kMax: return max;
-    case StatsField::kAbsMin: return abs_min;
-    case StatsField::kAbsMax: return abs_max;
-    case StatsField::kSum: return sum;
-    case StatsField::kAbsSum: return abs_sum;
-    case StatsField::kSumSq: return sum_sq;
-    case StatsField::kMean: return mean;
-    case StatsField::kM2: return m2;
-    case StatsField::kAbsMean: return abs_mean;
-    case StatsField::kAbsM2: return abs_m2;
-    case StatsField::kProd: return prod;
-    case StatsField::kAbsProd: return abs_prod;
+    case StatsField::kCount:
+      return static_cast<double>(count);
+    case StatsField::kNanCount:
+      return static_cast<double>(nan_count);
+    case StatsField::kInfCount:
+      return static_cast<double>(inf_count);
+    case StatsField::kZeroCount:
+      return static_cast<double>(zero_count);
+    case StatsField::kMin:
+      return min;
+    case StatsField::kMax:
+      return max;
+    case StatsField::kAbsMin:
+      return abs_min;
+    case StatsField::kAbsMax:
+      return abs_max;
+    case StatsField::kSum:
+      return sum;
+    case StatsField::kAbsSum:
+      return abs_sum;
+    case StatsField::kSumSq:
+      return sum_sq;
+    case StatsField::kMean:
+      return mean;
+    case StatsField::kM2:
+      return m2;
+    case StatsField::kAbsMean:
+      return abs_mean;
+    case StatsField::kAbsM2:
+      return abs_m2;
+    case StatsField::kProd:
+      return prod;
+    case StatsField::kAbsProd:
+      return abs_prod;
   }
   return kNaN;
 }
 
 void TensorStats::Set(StatsField f, double v) {
   switch (f) {
-    case StatsField::kCount: count = static_cast<int64_t>(v); return;
-    case StatsField::kNanCount: nan_count = static_cast<int64_t>(v); return;
-    case StatsField::kInfCount: inf_count = static_cast<int64_t>(v); return;
-    case StatsField::kZeroCount: zero_count = static_cast<int64_t>(v); return;
-    case StatsField::kMin: min = v; return;
-    case StatsField::kMax: max = v; return;
-    case StatsField::kAbsMin: abs_min = v; return;
-    case StatsField::kAbsMax: abs_max = v; return;
-    case StatsField::kSum: sum = v; return;
-    case StatsField::kAbsSum: abs_sum = v; return;
-    case StatsField::kSumSq: sum_sq = v; return;
-    case StatsField::kMean: mean = v; return;
-    case StatsField::kM2: m2 = v; return;
-    case StatsField::kAbsMean: abs_mean = v; return;
-    case StatsField::kAbsM2: abs_m2 = v; return;
-    case StatsField::kProd: prod = v; return;
-    case StatsField::kAbsProd: abs_prod = v; return;
+    case StatsField::kCount:
+      count = static_cast<int64_t>(v);
+      return;
+    case StatsField::kNanCount:
+      nan_count = static_cast<int64_t>(v);
+      return;
+    case StatsField::kInfCount:
+      inf_count = static_cast<int64_t>(v);
+      return;
+    case StatsField::kZeroCount:
+      zero_count = static_cast<int64_t>(v);
+      return;
+    case StatsField::kMin:
+      min = v;
+      return;
+    case StatsField::kMax:
+      max = v;
+      return;
+    case StatsField::kAbsMin:
+      abs_min = v;
+      return;
+    case StatsField::kAbsMax:
+      abs_max = v;
+      return;
+    case StatsField::kSum:
+      sum = v;
+      return;
+    case StatsField::kAbsSum:
+      abs_sum = v;
+      return;
+    case StatsField::kSumSq:
+      sum_sq = v;
+      return;
+    case StatsField::kMean:
+      mean = v;
+      return;
+    case StatsField::kM2:
+      m2 = v;
+      return;
+    case StatsField::kAbsMean:
+      abs_mean = v;
+      return;
+    case StatsField::kAbsM2:
+      abs_m2 = v;
+      return;
+    case StatsField::kProd:
+      prod = v;
+      return;
+    case StatsField::kAbsProd:
+      abs_prod = v;
+      return;
   }
 }
 
@@ -559,18 +657,29 @@ StatsFieldSet FieldsRead(Reduction r) {
   using F = StatsField;
   const bool a = r.abs;
   switch (r.op) {
-    case ReductionOp::kMin: return {a ? F::kAbsMin : F::kMin, F::kNanCount};
-    case ReductionOp::kMax: return {a ? F::kAbsMax : F::kMax, F::kNanCount};
-    case ReductionOp::kMean: return {a ? F::kAbsMean : F::kMean};
+    case ReductionOp::kMin:
+      return {a ? F::kAbsMin : F::kMin, F::kNanCount};
+    case ReductionOp::kMax:
+      return {a ? F::kAbsMax : F::kMax, F::kNanCount};
+    case ReductionOp::kMean:
+      return {a ? F::kAbsMean : F::kMean};
     case ReductionOp::kStd:
-    case ReductionOp::kVariance: return {a ? F::kAbsM2 : F::kM2};
-    case ReductionOp::kSum: return {a ? F::kAbsSum : F::kSum};
-    case ReductionOp::kProd: return {a ? F::kAbsProd : F::kProd};
-    case ReductionOp::kL1: return {F::kAbsSum};
-    case ReductionOp::kL2: return {F::kSumSq};
-    case ReductionOp::kNanCount: return {F::kNanCount};
-    case ReductionOp::kInfCount: return {F::kInfCount};
-    case ReductionOp::kZeroFraction: return {F::kZeroCount};
+    case ReductionOp::kVariance:
+      return {a ? F::kAbsM2 : F::kM2};
+    case ReductionOp::kSum:
+      return {a ? F::kAbsSum : F::kSum};
+    case ReductionOp::kProd:
+      return {a ? F::kAbsProd : F::kProd};
+    case ReductionOp::kL1:
+      return {F::kAbsSum};
+    case ReductionOp::kL2:
+      return {F::kSumSq};
+    case ReductionOp::kNanCount:
+      return {F::kNanCount};
+    case ReductionOp::kInfCount:
+      return {F::kInfCount};
+    case ReductionOp::kZeroFraction:
+      return {F::kZeroCount};
   }
   return {};
 }

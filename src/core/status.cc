@@ -6,16 +6,26 @@ namespace trainscope {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kIOError: return "IOError";
-    case StatusCode::kNotSupported: return "NotSupported";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kOutOfRange: return "OutOfRange";
-    case StatusCode::kAborted: return "Aborted";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kIOError:
+      return "IOError";
+    case StatusCode::kNotSupported:
+      return "NotSupported";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kAborted:
+      return "Aborted";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

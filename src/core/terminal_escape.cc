@@ -30,8 +30,10 @@ std::string EscapeForTerminal(std::string_view s) {
     }
     // A UTF-8 sequence: its length from the lead byte, then checked (continuations, overlong
     // forms, surrogates, the Unicode range); anything else is one bad byte.
-    size_t n = (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-               : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    size_t n = (c >= 0xC2 && c <= 0xDF)   ? 2
+               : (c >= 0xE0 && c <= 0xEF) ? 3
+               : (c >= 0xF0 && c <= 0xF4) ? 4
+                                          : 0;
     uint32_t cp = n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
     bool ok = n > 0 && i + n <= s.size();
     for (size_t k = 1; ok && k < n; ++k) {

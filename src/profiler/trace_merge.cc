@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
-#include <nlohmann/json.hpp>
 
 #include "profiler/reader_util.h"
 #include "trainscope/profiler_format.h"
@@ -104,8 +104,7 @@ class Merger {
     json other = {{"trial", trial_},
                   {std::string(pf::kStartTimeArg), res_->base_time_us},
                   {"generator", "trainscope MergeTimeline"}};
-    std::string head =
-        "{\"otherData\":" + Dump(other) + ",\n\"traceEvents\":[\n";
+    std::string head = "{\"otherData\":" + Dump(other) + ",\n\"traceEvents\":[\n";
     return head + body_ + "\n]}\n";
   }
 
@@ -281,15 +280,31 @@ class Merger {
     for (const RuleFinding& f : findings_) {
       auto [it, added] = tid_of.try_emplace(f.rule, static_cast<int64_t>(tid_of.size()) + 1);
       if (added) {
-        Add({{"name", "thread_name"}, {"ph", "M"}, {"ts", 0}, {"pid", kRulesPid},
-             {"tid", it->second}, {"args", {{"name", f.rule}}}});
+        Add({{"name", "thread_name"},
+             {"ph", "M"},
+             {"ts", 0},
+             {"pid", kRulesPid},
+             {"tid", it->second},
+             {"args", {{"name", f.rule}}}});
         ++res_->metadata_events;
       }
       const std::string name = f.rule + ": " + f.message;
-      Add({{"name", name}, {"cat", "rule"}, {"ph", "i"}, {"s", "g"}, {"ts", Rel(f.time_us)},
-           {"pid", kRulesPid}, {"tid", 0}, {"args", f.record}});
-      Add({{"name", name}, {"cat", "rule"}, {"ph", "X"}, {"ts", Rel(f.time_us)}, {"dur", 0},
-           {"pid", kRulesPid}, {"tid", it->second}, {"args", f.record}});
+      Add({{"name", name},
+           {"cat", "rule"},
+           {"ph", "i"},
+           {"s", "g"},
+           {"ts", Rel(f.time_us)},
+           {"pid", kRulesPid},
+           {"tid", 0},
+           {"args", f.record}});
+      Add({{"name", name},
+           {"cat", "rule"},
+           {"ph", "X"},
+           {"ts", Rel(f.time_us)},
+           {"dur", 0},
+           {"pid", kRulesPid},
+           {"tid", it->second},
+           {"args", f.record}});
       ++res_->rule_events;
     }
   }
@@ -457,7 +472,11 @@ class Merger {
         if (name == "thread_name" ? !value.is_string() : !value.is_number_integer()) continue;
         const int64_t tid = map_tid(p->second, e);
         if (!thread_meta.insert({p->second, tid, name}).second) continue;
-        Add({{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", p->second}, {"tid", tid},
+        Add({{"name", name},
+             {"ph", "M"},
+             {"ts", 0},
+             {"pid", p->second},
+             {"tid", tid},
              {"args", {{arg, value}}}});
         ++res_->metadata_events;
       }

@@ -176,7 +176,7 @@ struct UnitLayout {
   int64_t units = 0;
   int64_t samples = 0;  // per unit
   // unit of flat element index i
-  int64_t inner = 1;    // product of dims after the unit axis
+  int64_t inner = 1;  // product of dims after the unit axis
   int64_t unit_of(int64_t i) const { return (i / inner) % units; }
 };
 UnitLayout LayoutOf(const std::vector<int64_t>& shape);

@@ -29,8 +29,8 @@ std::optional<std::vector<int64_t>> ClassIds(const Tensor& t, bool argmax) {
   out.reserve(x.size());
   for (double v : x) {
     if (!std::isfinite(v)) return std::nullopt;
-    double c = argmax && !IsIntegral(t.dtype) && v > 0 && v < 1 ? (v >= 0.5 ? 1.0 : 0.0)
-                                                                : std::round(v);
+    double c =
+        argmax && !IsIntegral(t.dtype) && v > 0 && v < 1 ? (v >= 0.5 ? 1.0 : 0.0) : std::round(v);
     if (c < 0 || c > static_cast<double>(kMaxClassId)) return std::nullopt;
     out.push_back(static_cast<int64_t>(c));
   }

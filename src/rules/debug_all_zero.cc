@@ -10,7 +10,8 @@ class AllZero : public BuiltinRule {
  public:
   static constexpr const char* kName = "AllZero";
   static std::vector<ParamSpec> Specs() {
-    return {CollectionNamesSpec(), TensorRegexSpec(),
+    return {CollectionNamesSpec(),
+            TensorRegexSpec(),
             {"threshold", ParamType::kDouble, "100.0",
              "the rule fires when at least this % of a tensor's values are zero"}};
   }
@@ -86,8 +87,6 @@ class AllZero : public BuiltinRule {
 
 }  // namespace
 
-BuiltinDef AllZeroDef() {
-  return MakeDef<AllZero>("a tensor is (almost) entirely zero");
-}
+BuiltinDef AllZeroDef() { return MakeDef<AllZero>("a tensor is (almost) entirely zero"); }
 
 }  // namespace trainscope::rules_internal

@@ -45,8 +45,9 @@ class CheckInputImages : public BuiltinRule {
       return Status::InvalidArgument("CheckInputImages: threshold_samples must be >= 1");
     }
     if (channel_ < 0 || channel_ > 3) {
-      return Status::InvalidArgument("CheckInputImages: channel must be 0..3 (1 for NCHW, 3 "
-                                     "for NHWC)");
+      return Status::InvalidArgument(
+          "CheckInputImages: channel must be 0..3 (1 for NCHW, 3 "
+          "for NHWC)");
     }
     if (const std::string c = params().String("condition"); c != "scale" && c != "mean") {
       return Status::InvalidArgument("CheckInputImages: condition must be scale or mean, not '" +
@@ -129,10 +130,10 @@ class CheckInputImages : public BuiltinRule {
                       ", channel " + std::to_string(worst) + " has mean " + Num(worst_mean) +
                       " and standard deviation " + Num(worst_std) + " (|mean| above " +
                       Num(threshold_mean_) +
-                      (!scale_condition_              ? std::string()
-                       : worst_std > threshold_std_ ? ", std above " + Num(threshold_std_) +
-                                                          ": raw pixel values"
-                                                    : ", |mean| above 3 std: an offset") +
+                      (!scale_condition_ ? std::string()
+                       : worst_std > threshold_std_
+                           ? ", std above " + Num(threshold_std_) + ": raw pixel values"
+                           : ", |mean| above 3 std: an offset") +
                       "): the inputs are not normalised";
       f.recommendation =
           "normalise the images to zero mean and unit variance per channel, e.g. "

@@ -188,8 +188,7 @@ class ClassImbalance : public BuiltinRule {
 }  // namespace
 
 BuiltinDef ClassImbalanceDef() {
-  return MakeDef<ClassImbalance>(
-      "the classes are imbalanced, or the model neglects one class");
+  return MakeDef<ClassImbalance>("the classes are imbalanced, or the model neglects one class");
 }
 
 }  // namespace trainscope::rules_internal

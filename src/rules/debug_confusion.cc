@@ -128,8 +128,8 @@ class Confusion : public BuiltinRule {
       std::map<std::pair<int64_t, int64_t>, int64_t> m;
       for (const auto& lp : recent_) ++m[lp];
       for (auto& [label, f] : Evaluate(m, step)) {
-        f.explanation = "in the last " + std::to_string(recent_.size()) +
-                        " training predictions" + f.explanation;
+        f.explanation = "in the last " + std::to_string(recent_.size()) + " training predictions" +
+                        f.explanation;
         v.Add(std::move(f));
       }
     }
@@ -169,9 +169,9 @@ class Confusion : public BuiltinRule {
   // reports only the classes that also failed at the pass before it; its other failures wait
   // (for the next pass, or for Finish when no pass follows).
   void JudgePass(int64_t step, bool final, Verdict* v) {
-    const std::string what = final ? "the last evaluation pass"
-                                   : "the evaluation pass that ended at step " +
-                                         std::to_string(last_eval_step_);
+    const std::string what =
+        final ? "the last evaluation pass"
+              : "the evaluation pass that ended at step " + std::to_string(last_eval_step_);
     auto failures = Evaluate(eval_matrix_, step);
     eval_matrix_.clear();
     std::set<int64_t> failing;

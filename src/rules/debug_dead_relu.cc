@@ -35,8 +35,9 @@ class DeadRelu : public BuiltinRule {
     selection_ = SelectionFromParams(/*all_if_empty=*/false, {}, {kDefaultRegex});
     // With the default regex, tensors with negative values are not ReLU outputs ("act" may be
     // GELU or tanh) and are skipped; tensors the user names are taken as they are.
-    skip_negative_ = params().StringList("tensor_regex") == std::vector<std::string>{kDefaultRegex} &&
-                     params().StringList("collection_names").empty();
+    skip_negative_ =
+        params().StringList("tensor_regex") == std::vector<std::string>{kDefaultRegex} &&
+        params().StringList("collection_names").empty();
     // By default also the collection "relu_output", which the PyTorch hook fills with the
     // outputs of ReLU modules by type, whatever their names ("1_output_0" in nn.Sequential).
     if (skip_negative_) selection_.collections.push_back("relu_output");
@@ -45,8 +46,9 @@ class DeadRelu : public BuiltinRule {
 
   Status Validate() const {
     if (!(inactivity_ > 0 && inactivity_ <= 1) || !(layer_ >= 0 && layer_ < 1)) {
-      return Status::InvalidArgument("DeadRelu: threshold_inactivity must be in (0, 100] and "
-                                     "threshold_layer in [0, 100)");
+      return Status::InvalidArgument(
+          "DeadRelu: threshold_inactivity must be in (0, 100] and "
+          "threshold_layer in [0, 100)");
     }
     if (!(zeros_ > 0 && zeros_ <= 1)) {
       return Status::InvalidArgument("DeadRelu: threshold_layer_zeros must be in (0, 100], got " +
@@ -181,8 +183,8 @@ class DeadRelu : public BuiltinRule {
   std::string Advice() const {
     if (first_loss_step_ >= 0 && max_loss_step_ > first_loss_step_ && first_loss_ > 0 &&
         max_loss_ > kSpikeFactor * first_loss_) {
-      return "the loss spiked to " + Num(max_loss_) + " at step " +
-             std::to_string(max_loss_step_) + " (from " + Num(first_loss_) +
+      return "the loss spiked to " + Num(max_loss_) + " at step " + std::to_string(max_loss_step_) +
+             " (from " + Num(first_loss_) +
              " at the start) before the units died: the learning rate is too high, and the "
              "overshooting updates pushed the ReLUs' inputs below zero for every sample; lower "
              "the learning rate (try 10x smaller) or add a warm-up, clip gradients "
@@ -208,8 +210,6 @@ class DeadRelu : public BuiltinRule {
 
 }  // namespace
 
-BuiltinDef DeadReluDef() {
-  return MakeDef<DeadRelu>("most units of a ReLU layer never activate");
-}
+BuiltinDef DeadReluDef() { return MakeDef<DeadRelu>("most units of a ReLU layer never activate"); }
 
 }  // namespace trainscope::rules_internal

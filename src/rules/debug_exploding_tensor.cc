@@ -12,7 +12,8 @@ class ExplodingTensor : public BuiltinRule {
   static constexpr int kMaxFindingsPerStep = 10;
 
   static std::vector<ParamSpec> Specs() {
-    return {CollectionNamesSpec(), TensorRegexSpec(),
+    return {CollectionNamesSpec(),
+            TensorRegexSpec(),
             {"only_nan", ParamType::kBool, "False", "report NaN only, not +-infinity"}};
   }
   explicit ExplodingTensor(ParsedParams p)
@@ -102,8 +103,8 @@ class ExplodingTensor : public BuiltinRule {
     f.value = shown;
     f.threshold = 0;
     const std::string what = has_nan && has_inf ? "NaN and infinite values"
-                             : has_nan         ? "NaN values"
-                                               : "infinite values";
+                             : has_nan          ? "NaN values"
+                                                : "infinite values";
     f.condition = only_nan_ ? "nan_count > 0" : "nan_count + inf_count > 0";
     if (std::string(source) == "raw value") {
       f.explanation = name + " has " + what + " (" + std::to_string(nan_count) + " NaN, " +

@@ -3,11 +3,11 @@
 // - "trend" (default): judges each loss series against its own noise level and its start. Per
 //   window of num_steps steps: diverging (the window's median is divergence_factor times the
 //   initial level), rising (the median doubled against the best level seen, significantly, and
-//   back above the start after learning), or not learning (never dropped meaningfully below the initial
-//   level, and no significant downward trend: Mann-Kendall over the last kHistoryValues values).
-//   A series that learned and then flattens has converged: not an issue, reported in the status
-//   message. With several loss series (a GAN's two optimizers, loss components), a finding needs
-//   every series to be in trouble at once.
+//   back above the start after learning), or not learning (never dropped meaningfully below the
+//   initial level, and no significant downward trend: Mann-Kendall over the last kHistoryValues
+//   values). A series that learned and then flattens has converged: not an issue, reported in the
+//   status message. With several loss series (a GAN's two optimizers, loss components), a finding
+//   needs every series to be in trouble at once.
 // - "window" (smdebug's, noise-aware): the mean loss over a window did not drop by diff_percent %
 //   against any of the kBaselineWindows windows before it, or rose by more than
 //   increase_threshold_percent % against the previous window, by more than kRiseSignificance
@@ -70,13 +70,13 @@ class LossNotDecreasing : public BuiltinRule {
   // A rise counts when it is also this many standard errors of the difference of the two means.
   static constexpr double kRiseSignificance = 3.0;
   // "trend" condition constants (docs/rules/LossNotDecreasing.md, "Condition").
-  static constexpr size_t kHistoryValues = 64;  // values the trend test looks at
-  static constexpr size_t kInitValues = 3;      // first values whose lowest is the start
-  static constexpr int64_t kMinWindows = 4;     // windows before "not learning" is judged
-  static constexpr size_t kMinValues = 8;       // values before "not learning" is judged
-  static constexpr double kTrendZ = 2.5;        // |Mann-Kendall z| of a significant trend
+  static constexpr size_t kHistoryValues = 64;     // values the trend test looks at
+  static constexpr size_t kInitValues = 3;         // first values whose lowest is the start
+  static constexpr int64_t kMinWindows = 4;        // windows before "not learning" is judged
+  static constexpr size_t kMinValues = 8;          // values before "not learning" is judged
+  static constexpr double kTrendZ = 2.5;           // |Mann-Kendall z| of a significant trend
   static constexpr double kLearnedFraction = 0.1;  // a drop of 10 % below the start is learning
-  static constexpr double kRiseFactor = 2.0;  // a rising loss has at least doubled
+  static constexpr double kRiseFactor = 2.0;       // a rising loss has at least doubled
 
   static std::vector<ParamSpec> Specs() {
     return {CollectionNamesSpec(),
@@ -342,8 +342,7 @@ class LossNotDecreasing : public BuiltinRule {
       f.threshold = divergence_factor_;
       f.condition = "window median / initial level > divergence_factor";
       f.explanation = name + " has diverged: its median over the last window is " + Num(median) +
-                      ", " + Num(median / init_low) + " times its initial level " +
-                      Num(init_low) +
+                      ", " + Num(median / init_low) + " times its initial level " + Num(init_low) +
                       " (more than divergence_factor " + Num(divergence_factor_) + ")";
       f.recommendation =
           "the updates blow the model up: lower the learning rate (try 10x smaller), clip "
@@ -357,9 +356,8 @@ class LossNotDecreasing : public BuiltinRule {
     // by more than increase_threshold_percent, on a significantly rising trend, and (after
     // learning) back above half of the progress made.
     const double ref = s.learned && std::isfinite(best_before) ? std::min(best_before, init) : init;
-    const double ref_se2 = s.learned && std::isfinite(best_before) && best_before < init
-                               ? best_se2_before
-                               : init_se2;
+    const double ref_se2 =
+        s.learned && std::isfinite(best_before) && best_before < init ? best_se2_before : init_se2;
     const double rise = mean - ref;
     const double rise_pct = rise / (std::fabs(ref) > 0 ? std::fabs(ref) : 1e-12) * 100.0;
     // The window's median (robust to one bad batch) must have at least doubled, and after
@@ -390,10 +388,10 @@ class LossNotDecreasing : public BuiltinRule {
 
     // Not learning: never meaningfully below the start, confidently so (even 2 standard errors
     // of the noise more would not make a 10 % drop), and not trending down either.
-    const bool surely_flat = drop_from_init + 2.0 * std::sqrt(se2 + init_se2) <
-                             kLearnedFraction * std::fabs(init);
-    if (!s.learned && s.windows >= kMinWindows && s.history.size() >= kMinValues &&
-        z > -kTrendZ && surely_flat) {
+    const bool surely_flat =
+        drop_from_init + 2.0 * std::sqrt(se2 + init_se2) < kLearnedFraction * std::fabs(init);
+    if (!s.learned && s.windows >= kMinWindows && s.history.size() >= kMinValues && z > -kTrendZ &&
+        surely_flat) {
       RuleFinding f = NewFinding(step);
       f.tensor = name;
       f.value = init != 0 ? drop_from_init / std::fabs(init) * 100.0 : drop_from_init;
@@ -516,7 +514,8 @@ class LossNotDecreasing : public BuiltinRule {
 
 BuiltinDef LossNotDecreasingDef() {
   return MakeDef<LossNotDecreasing>(
-      "the loss is not learning from the start, rising, or diverging (judged against its own noise; "
+      "the loss is not learning from the start, rising, or diverging (judged against its own "
+      "noise; "
       "a converged loss is not an issue)");
 }
 

@@ -35,8 +35,8 @@ class NLPSequenceRatio : public BuiltinRule {
     if (tokens_.size() != thresholds_.size()) {
       return Status::InvalidArgument(
           "NLPSequenceRatio: token_values and token_thresholds_percent must have the same "
-          "length, got " + std::to_string(tokens_.size()) + " and " +
-          std::to_string(thresholds_.size()));
+          "length, got " +
+          std::to_string(tokens_.size()) + " and " + std::to_string(thresholds_.size()));
     }
     if (selection_.regexes.empty()) {
       return Status::InvalidArgument("NLPSequenceRatio: tensor_regex must not be empty");
@@ -75,8 +75,9 @@ class NLPSequenceRatio : public BuiltinRule {
         f.threshold = thresholds_[k];
         f.condition = "share of token_value > token_thresholds_percent";
         f.explanation = "token " + Num(tokens_[k]) + " makes up " + Num(pct) + "% of the " +
-                        std::to_string(a.total) + " tokens of " + name + " seen so far (more than " +
-                        Num(thresholds_[k]) + "%): the sequences are mostly padding or unknowns";
+                        std::to_string(a.total) + " tokens of " + name +
+                        " seen so far (more than " + Num(thresholds_[k]) +
+                        "%): the sequences are mostly padding or unknowns";
         f.recommendation =
             "bucket or sort sequences by length (or pack them) so batches carry less padding, "
             "lower max_length to the real length distribution, and if the token is <unk>, grow "

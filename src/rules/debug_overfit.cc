@@ -107,9 +107,9 @@ class Overfit : public BuiltinRule {
           f.value = ratio;
           f.threshold = ratio_threshold_;
           f.condition = "(validation - training) / training loss > ratio_threshold";
-          f.explanation = "mean validation " + name + " is " + Num(val) + " against " +
-                          Num(train) + " in training (" + Percent(ratio) +
-                          " higher, more than " + Percent(ratio_threshold_) +
+          f.explanation = "mean validation " + name + " is " + Num(val) + " against " + Num(train) +
+                          " in training (" + Percent(ratio) + " higher, more than " +
+                          Percent(ratio_threshold_) +
                           "): the model fits the training data better than new data";
           f.recommendation =
               "the model is overfitting: add regularisation (weight decay, dropout), augment "

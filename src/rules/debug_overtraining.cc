@@ -35,8 +35,9 @@ class Overtraining : public BuiltinRule {
 
   Status Validate() const {
     if (patience_train_ < 1 || patience_val_ < 1) {
-      return Status::InvalidArgument("Overtraining: patience_train and patience_validation "
-                                     "must be >= 1");
+      return Status::InvalidArgument(
+          "Overtraining: patience_train and patience_validation "
+          "must be >= 1");
     }
     if (delta_ < 0) return Status::InvalidArgument("Overtraining: delta must be >= 0");
     return Status::OK();
@@ -84,9 +85,7 @@ class Overtraining : public BuiltinRule {
     return v;
   }
 
-  std::vector<CollectionRequest> RequiredCollections() const override {
-    return {LossesRequest()};
-  }
+  std::vector<CollectionRequest> RequiredCollections() const override { return {LossesRequest()}; }
 
   size_t StateBytes() const override {
     size_t b = 0;

@@ -151,9 +151,9 @@ class PoorWeightInitialization : public BuiltinRule {
       f.threshold = threshold_;
       f.condition = "variance ratio of adjacent activation inputs > threshold";
       f.explanation = "the variance of the activation inputs goes from " + Num(a) + " (" +
-                      vars[i].first + ") to " + Num(b) + " (" + vars[i + 1].first +
-                      "), a factor " + Num(ratio) + " (more than " + Num(threshold_) +
-                      "): signals " + (b < a ? "shrink" : "grow") + " from layer to layer";
+                      vars[i].first + ") to " + Num(b) + " (" + vars[i + 1].first + "), a factor " +
+                      Num(ratio) + " (more than " + Num(threshold_) + "): signals " +
+                      (b < a ? "shrink" : "grow") + " from layer to layer";
       f.recommendation =
           "initialise weights so each layer keeps the variance of its input: He init "
           "(torch.nn.init.kaiming_normal_(w, nonlinearity='relu')) before ReLUs, Xavier "
@@ -239,8 +239,8 @@ class PoorWeightInitialization : public BuiltinRule {
       f.explanation =
           mean_abs == 0
               ? name + " is exactly zero at two steps in a row: nothing reaches these weights"
-              : name + " has a 5th-95th percentile spread of " + Num(p95 - p5) +
-                    ", only " + Num(rel) + " times its mean |g| " + Num(mean_abs) +
+              : name + " has a 5th-95th percentile spread of " + Num(p95 - p5) + ", only " +
+                    Num(rel) + " times its mean |g| " + Num(mean_abs) +
                     ": all its weights get the same update (symmetric initialisation)";
       f.recommendation =
           "initialise weights randomly with a scale matched to the layer (He/kaiming for ReLU, "
@@ -287,8 +287,7 @@ class PoorWeightInitialization : public BuiltinRule {
     f.threshold = kLossRise;
     f.condition = "mean of the last patience losses > 1.1 x mean of the first patience";
     f.explanation = "in the first " + std::to_string(evaluated_) + " steps the loss rose from " +
-                    Num(first) + " to " + Num(last) +
-                    " (mean of " + std::to_string(patience_) +
+                    Num(first) + " to " + Num(last) + " (mean of " + std::to_string(patience_) +
                     " steps each): training diverges from the start";
     f.recommendation =
         "a loss that rises from the first steps points to too large initial weights or "

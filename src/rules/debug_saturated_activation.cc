@@ -16,18 +16,18 @@ class SaturatedActivation : public BuiltinRule {
  public:
   static constexpr const char* kName = "SaturatedActivation";
   static std::vector<ParamSpec> Specs() {
-    return {CollectionNamesSpec(),
-            TensorRegexSpec(kDefaultRegex),
-            {"threshold_tanh_min", ParamType::kDouble, "-9.4999", "tanh input below: saturated"},
-            {"threshold_tanh_max", ParamType::kDouble, "9.4999", "tanh input above: saturated"},
-            {"threshold_sigmoid_min", ParamType::kDouble, "-23", "sigmoid input below: saturated"},
-            {"threshold_sigmoid_max", ParamType::kDouble, "16.99999",
-             "sigmoid input above: saturated"},
-            {"threshold_inactivity", ParamType::kDouble, "1.0",
-             "a unit is saturated if active (input within the range) in fewer than this % of "
-             "samples"},
-            {"threshold_layer", ParamType::kDouble, "50.0",
-             "the rule fires when more than this % of a layer's units are saturated"}};
+    return {
+        CollectionNamesSpec(),
+        TensorRegexSpec(kDefaultRegex),
+        {"threshold_tanh_min", ParamType::kDouble, "-9.4999", "tanh input below: saturated"},
+        {"threshold_tanh_max", ParamType::kDouble, "9.4999", "tanh input above: saturated"},
+        {"threshold_sigmoid_min", ParamType::kDouble, "-23", "sigmoid input below: saturated"},
+        {"threshold_sigmoid_max", ParamType::kDouble, "16.99999", "sigmoid input above: saturated"},
+        {"threshold_inactivity", ParamType::kDouble, "1.0",
+         "a unit is saturated if active (input within the range) in fewer than this % of "
+         "samples"},
+        {"threshold_layer", ParamType::kDouble, "50.0",
+         "the rule fires when more than this % of a layer's units are saturated"}};
   }
 
   explicit SaturatedActivation(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
@@ -50,12 +50,14 @@ class SaturatedActivation : public BuiltinRule {
 
   Status Validate() const {
     if (!(inactivity_ > 0 && inactivity_ <= 1) || !(layer_ >= 0 && layer_ < 1)) {
-      return Status::InvalidArgument("SaturatedActivation: threshold_inactivity must be in "
-                                     "(0, 100] and threshold_layer in [0, 100)");
+      return Status::InvalidArgument(
+          "SaturatedActivation: threshold_inactivity must be in "
+          "(0, 100] and threshold_layer in [0, 100)");
     }
     if (!(tanh_min_ < tanh_max_) || !(sig_min_ < sig_max_)) {
-      return Status::InvalidArgument("SaturatedActivation: each min threshold must be below its "
-                                     "max threshold");
+      return Status::InvalidArgument(
+          "SaturatedActivation: each min threshold must be below its "
+          "max threshold");
     }
     return Status::OK();
   }
@@ -127,8 +129,11 @@ class SaturatedActivation : public BuiltinRule {
         f.condition = "inputs in the flat region (% of layer) > threshold_layer";
         f.explanation = Percent(flat_fraction) + " of the " + std::to_string(step_values) +
                         " inputs of " + name + " (" + std::to_string(layout.units) +
-                        " units) are outside (" + Num(lo) + ", " + Num(hi) + ") at this step, in "
-                        "the " + kind + "'s flat region: most of the layer is saturated and "
+                        " units) are outside (" + Num(lo) + ", " + Num(hi) +
+                        ") at this step, in "
+                        "the " +
+                        kind +
+                        "'s flat region: most of the layer is saturated and "
                         "passes almost no gradient";
       }
       f.recommendation =

@@ -31,8 +31,9 @@ class SimilarAcrossRuns : public BuiltinRule {
 
   Status Validate() const {
     if (params().StringList("other_trials").empty()) {
-      return Status::InvalidArgument("SimilarAcrossRuns: other_trials is required (the path of "
-                                     "the trial to compare with)");
+      return Status::InvalidArgument(
+          "SimilarAcrossRuns: other_trials is required (the path of "
+          "the trial to compare with)");
     }
     return Status::OK();
   }
@@ -124,12 +125,11 @@ class SimilarAcrossRuns : public BuiltinRule {
         f.value = diff;
         f.threshold = atol_;
         f.condition = "not allclose(base, other, rtol, atol)";
-        f.explanation =
-            a->shape != b->shape
-                ? name + " has shape " + ShapeToString(a->shape) + " here and " +
-                      ShapeToString(b->shape) + " in " + other.path()
-                : name + " differs from " + other.path() + " by up to " + Num(diff) +
-                      " (rtol " + Num(rtol_) + ", atol " + Num(atol_) + ")";
+        f.explanation = a->shape != b->shape
+                            ? name + " has shape " + ShapeToString(a->shape) + " here and " +
+                                  ShapeToString(b->shape) + " in " + other.path()
+                            : name + " differs from " + other.path() + " by up to " + Num(diff) +
+                                  " (rtol " + Num(rtol_) + ", atol " + Num(atol_) + ")";
         f.recommendation =
             "the runs diverge at this step: if they should be identical, seed every source of "
             "randomness (torch.manual_seed, numpy, random, DataLoader workers and generator), "

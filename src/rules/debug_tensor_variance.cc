@@ -14,7 +14,8 @@ class TensorVariance : public BuiltinRule {
  public:
   static constexpr const char* kName = "TensorVariance";
   static std::vector<ParamSpec> Specs() {
-    return {CollectionNamesSpec(), TensorRegexSpec(),
+    return {CollectionNamesSpec(),
+            TensorRegexSpec(),
             {"max_threshold", ParamType::kDouble, "None", "largest tolerated variance"},
             {"min_threshold", ParamType::kDouble, "None", "smallest tolerated variance"}};
   }

@@ -16,7 +16,8 @@ class UnchangedTensor : public BuiltinRule {
   static constexpr size_t kMaxTensors = 100000;
 
   static std::vector<ParamSpec> Specs() {
-    return {CollectionNamesSpec(), TensorRegexSpec(),
+    return {CollectionNamesSpec(),
+            TensorRegexSpec(),
             {"num_steps", ParamType::kInt, "3", "saved steps over which the tensor must change"},
             {"rtol", ParamType::kDouble, "1e-05", "relative tolerance (numpy.allclose)"},
             {"atol", ParamType::kDouble, "1e-08", "absolute tolerance (numpy.allclose)"},

@@ -101,8 +101,7 @@ class VanishingGradient : public BuiltinRule {
                                  " saved steps in a row";
       f.explanation = "mean |gradient| of " + name + (sparse ? " over its non-zero elements" : "") +
                       " is " + Num(value) + ", below " + Num(threshold_) + " since step " +
-                      std::to_string(run->second.since) + " (" +
-                      std::to_string(run->second.count) +
+                      std::to_string(run->second.since) + " (" + std::to_string(run->second.count) +
                       " saved steps in a row): the parameters behind it have almost stopped "
                       "learning";
       f.recommendation = Advice(step);
@@ -128,18 +127,21 @@ class VanishingGradient : public BuiltinRule {
     if (!structural_.empty()) {
       out = std::to_string(structural_.size()) +
             " gradient(s) exactly zero at every step since their first (zero by construction, "
-            "e.g. an attention key bias; not judged): " + list(structural_);
+            "e.g. an attention key bias; not judged): " +
+            list(structural_);
     }
     if (!cancelled_.empty()) {
       out += (out.empty() ? "" : "; ") + std::to_string(cancelled_.size()) +
              " bias gradient(s) at round-off level beside their layer's weight gradient (the "
              "layer's output does not depend on the bias: a bias before a normalisation, or an "
-             "attention key bias under softmax; not judged): " + list(cancelled_);
+             "attention key bias under softmax; not judged): " +
+             list(cancelled_);
     }
     if (!behind_dead_relus_.empty()) {
       out += (out.empty() ? "" : "; ") + std::to_string(behind_dead_relus_.size()) +
              " gradient(s) became exactly zero behind ReLUs that died (DeadRelu reports the "
-             "layer): " + list(behind_dead_relus_);
+             "layer): " +
+             list(behind_dead_relus_);
     }
     return out;
   }
@@ -216,8 +218,8 @@ class VanishingGradient : public BuiltinRule {
   double threshold_;
   TensorSelection selection_;
   TensorSelection relus_;
-  std::set<std::string> seen_;        // gradients seen (bounded)
-  std::set<std::string> structural_;  // exactly zero since first seen
+  std::set<std::string> seen_;               // gradients seen (bounded)
+  std::set<std::string> structural_;         // exactly zero since first seen
   std::set<std::string> behind_dead_relus_;  // became exactly zero in a ReLU model
   std::set<std::string> cancelled_;          // biases at round-off beside their weight
   struct BelowRun {

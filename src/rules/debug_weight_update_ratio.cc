@@ -42,8 +42,9 @@ class WeightUpdateRatio : public BuiltinRule {
       return Status::InvalidArgument("WeightUpdateRatio: num_steps must be >= 1 or None");
     }
     if (!(small_ < large_)) {
-      return Status::InvalidArgument("WeightUpdateRatio: small_threshold must be below "
-                                     "large_threshold");
+      return Status::InvalidArgument(
+          "WeightUpdateRatio: small_threshold must be below "
+          "large_threshold");
     }
     return Status::OK();
   }
@@ -103,10 +104,11 @@ class WeightUpdateRatio : public BuiltinRule {
                           : "||w - w_prev|| / (||w_prev|| + epsilon) < small_threshold";
       f.explanation = "between steps " + std::to_string(prev_step) + " and " +
                       std::to_string(step) + " " + name + " changed by " + Num(ratio) +
-                      " times its norm (" + (large ? "above " + Num(large_) + ": updates swamp "
-                                                       "the weights"
-                                                 : "below " + Num(small_) +
-                                                       ": the weights are not being updated") +
+                      " times its norm (" +
+                      (large ? "above " + Num(large_) +
+                                   ": updates swamp "
+                                   "the weights"
+                             : "below " + Num(small_) + ": the weights are not being updated") +
                       ")";
       f.recommendation =
           large ? "the updates are far too large for these weights: lower the learning rate "

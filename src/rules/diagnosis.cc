@@ -13,24 +13,31 @@ namespace {
 enum Stage { kInput, kInit, kDivergence, kUnits, kGradients, kLoss, kGeneralisation, kOther };
 
 constexpr std::array<std::string_view, kOther + 1> kStageNames = {
-    "input data", "initialisation", "divergence", "units", "gradients", "loss", "generalisation",
-    "other"};
+    "input data", "initialisation", "divergence",     "units",
+    "gradients",  "loss",           "generalisation", "other"};
 
 Stage StageOf(const FindingSummary& f) {
   struct Entry {
     std::string_view rule;
     Stage stage;
   };
-  static constexpr Entry kRules[] = {
-      {"CheckInputImages", kInput},      {"NLPSequenceRatio", kInput},
-      {"ClassImbalance", kInput},        {"AllZero", kInput},
-      {"PoorWeightInitialization", kInit}, {"ExplodingTensor", kDivergence},
-      {"DeadRelu", kUnits},              {"SaturatedActivation", kUnits},
-      {"VanishingGradient", kGradients}, {"WeightUpdateRatio", kGradients},
-      {"UnchangedTensor", kGradients},   {"TensorVariance", kGradients},
-      {"StalledTrainingRule", kLoss},    {"Overfit", kGeneralisation},
-      {"Overtraining", kGeneralisation}, {"Confusion", kGeneralisation},
-      {"SimilarAcrossRuns", kGeneralisation}};
+  static constexpr Entry kRules[] = {{"CheckInputImages", kInput},
+                                     {"NLPSequenceRatio", kInput},
+                                     {"ClassImbalance", kInput},
+                                     {"AllZero", kInput},
+                                     {"PoorWeightInitialization", kInit},
+                                     {"ExplodingTensor", kDivergence},
+                                     {"DeadRelu", kUnits},
+                                     {"SaturatedActivation", kUnits},
+                                     {"VanishingGradient", kGradients},
+                                     {"WeightUpdateRatio", kGradients},
+                                     {"UnchangedTensor", kGradients},
+                                     {"TensorVariance", kGradients},
+                                     {"StalledTrainingRule", kLoss},
+                                     {"Overfit", kGeneralisation},
+                                     {"Overtraining", kGeneralisation},
+                                     {"Confusion", kGeneralisation},
+                                     {"SimilarAcrossRuns", kGeneralisation}};
   if (f.rule == "LossNotDecreasing") {
     // A divergence or a rise is the loss blowing up; the rest is a loss that does not learn.
     const bool blow_up = f.condition.find("diverg") != std::string::npos ||
@@ -51,10 +58,9 @@ int64_t StepKey(const FindingSummary& f) { return f.step >= 0 ? f.step : INT64_M
 std::string DiagnosisStage(const FindingSummary& f) { return std::string(kStageNames[StageOf(f)]); }
 
 std::vector<Diagnosis> Diagnose(std::vector<FindingSummary> findings) {
-  std::stable_sort(findings.begin(), findings.end(),
-                   [](const FindingSummary& a, const FindingSummary& b) {
-                     return StepKey(a) < StepKey(b);
-                   });
+  std::stable_sort(
+      findings.begin(), findings.end(),
+      [](const FindingSummary& a, const FindingSummary& b) { return StepKey(a) < StepKey(b); });
   std::vector<std::pair<Stage, FindingSummary>> chain;
   std::vector<Diagnosis> out, others;
   for (auto& f : findings) {

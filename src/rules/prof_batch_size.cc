@@ -25,7 +25,8 @@ class BatchSize : public ProfilerRule {
   }
   explicit BatchSize(ParsedParams p) : ProfilerRule(kName, std::move(p)) {}
   Status Validate() const {
-    if (params().Int("window") < 1) return Status::InvalidArgument("BatchSize: window must be >= 1");
+    if (params().Int("window") < 1)
+      return Status::InvalidArgument("BatchSize: window must be >= 1");
     return Status::OK();
   }
 
@@ -55,7 +56,8 @@ class BatchSize : public ProfilerRule {
 
   void AfterBatch(Verdict* v) override {
     const int64_t patience = params().Int("patience"), window = params().Int("window");
-    const double tc = params().Double("cpu_threshold_p95"), tg = params().Double("gpu_threshold_p95"),
+    const double tc = params().Double("cpu_threshold_p95"),
+                 tg = params().Double("gpu_threshold_p95"),
                  tm = params().Double("gpu_memory_threshold_p95");
     for (auto& [node, n] : nodes_) {
       if (n.count <= patience || n.count <= window) continue;
@@ -69,12 +71,14 @@ class BatchSize : public ProfilerRule {
           RuleFinding f = NewProfilerFinding(n.last_ts, key);
           f.value = u95;
           f.threshold = tg;
-          f.condition = "p95(node CPU) < cpu_threshold_p95 and p95(GPU utilization) < "
-                        "gpu_threshold_p95 and p95(GPU memory) < gpu_memory_threshold_p95";
-          f.explanation = key + ": p95 of GPU utilization " + Num(u95) + "% (threshold " +
-                          Num(tg) + "%), of GPU memory " + Num(m95) + "% (threshold " + Num(tm) +
+          f.condition =
+              "p95(node CPU) < cpu_threshold_p95 and p95(GPU utilization) < "
+              "gpu_threshold_p95 and p95(GPU memory) < gpu_memory_threshold_p95";
+          f.explanation = key + ": p95 of GPU utilization " + Num(u95) + "% (threshold " + Num(tg) +
+                          "%), of GPU memory " + Num(m95) + "% (threshold " + Num(tm) +
                           "%) and of the node's CPU " + Num(cpu95) + "% (threshold " + Num(tc) +
-                          "%), " + When(n.last_ts) + ": every resource idles, the batch is too "
+                          "%), " + When(n.last_ts) +
+                          ": every resource idles, the batch is too "
                           "small";
           f.recommendation =
               "raise the batch size (the GPU memory has room; scale the learning rate with it, "

@@ -47,8 +47,8 @@ class BottleneckRule : public ProfilerRule {
 
   std::string Summary() const override {
     if (total_ == 0) return {};
-    return Num(100.0 * static_cast<double>(bottlenecks_) / static_cast<double>(total_)) +
-           "% of " + std::to_string(total_) + " samples were bottlenecks (threshold " +
+    return Num(100.0 * static_cast<double>(bottlenecks_) / static_cast<double>(total_)) + "% of " +
+           std::to_string(total_) + " samples were bottlenecks (threshold " +
            Num(params().Double("threshold")) + "%)";
   }
 
@@ -93,12 +93,15 @@ class CPUBottleneck : public BottleneckRule {
            d.MaxCpu() > params().Double("cpu_threshold");
   }
   void Describe(RuleFinding* f, double percent) const override {
-    f->condition = "percent of samples with a GPU < gpu_threshold and a CPU core > "
-                   "cpu_threshold > threshold";
+    f->condition =
+        "percent of samples with a GPU < gpu_threshold and a CPU core > "
+        "cpu_threshold > threshold";
     f->explanation = "in " + CountText() + " (" + Num(percent) + "%, threshold " +
                      Num(params().Double("threshold")) + "%) a GPU was below " +
-                     Num(params().Double("gpu_threshold")) + "% utilization while a CPU core was "
-                     "above " + Num(params().Double("cpu_threshold")) + "%, " + LastSeen() +
+                     Num(params().Double("gpu_threshold")) +
+                     "% utilization while a CPU core was "
+                     "above " +
+                     Num(params().Double("cpu_threshold")) + "%, " + LastSeen() +
                      ": the GPUs wait for the CPU";
     f->recommendation =
         "move work off the CPU: raise DataLoader num_workers, do augmentation on the GPU (or "
@@ -142,13 +145,13 @@ class IOBottleneck : public BottleneckRule {
     f->condition = gpu ? "percent of samples with a GPU < gpu_threshold and a core's I/O wait > "
                          "io_threshold > threshold"
                        : "percent of samples with a core's I/O wait > io_threshold > threshold";
-    f->explanation = "in " + CountText() + " (" + Num(percent) + "%, threshold " +
-                     Num(params().Double("threshold")) + "%) a CPU core spent more than " +
-                     Num(params().Double("io_threshold")) + "% of its time waiting for I/O" +
-                     (gpu ? " while a GPU was below " + Num(params().Double("gpu_threshold")) +
-                                "% utilization"
-                          : "") +
-                     ", " + LastSeen() + ": the training waits on storage";
+    f->explanation =
+        "in " + CountText() + " (" + Num(percent) + "%, threshold " +
+        Num(params().Double("threshold")) + "%) a CPU core spent more than " +
+        Num(params().Double("io_threshold")) + "% of its time waiting for I/O" +
+        (gpu ? " while a GPU was below " + Num(params().Double("gpu_threshold")) + "% utilization"
+             : "") +
+        ", " + LastSeen() + ": the training waits on storage";
     f->recommendation =
         "read the data faster: copy the data set to local SSD or RAM (/dev/shm), use fewer, "
         "larger files (shards, WebDataset/TFRecord-style), raise DataLoader num_workers and "

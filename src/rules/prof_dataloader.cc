@@ -19,8 +19,7 @@ class Dataloader : public ProfilerRule {
              "fewer parallel workers than this % of the cores is too few"},
             {"max_threshold", ParamType::kDouble, "200",
              "more parallel workers than this % of the cores is too many"},
-            {"patience", ParamType::kInt, "10",
-             "data-loader events to see before the rule judges"},
+            {"patience", ParamType::kInt, "10", "data-loader events to see before the rule judges"},
             {"wait_threshold", ParamType::kDouble, "50",
              "% of the training loop's time spent waiting for batches that is too much"},
             ScanIntervalSpec()};
@@ -51,8 +50,9 @@ class Dataloader : public ProfilerRule {
 
   void AfterBatch(Verdict* v) override {
     // Parallel workers: how many worker events run at the start of each.
-    std::sort(batch_workers_.begin(), batch_workers_.end(),
-              [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_us < b.start_us; });
+    std::sort(
+        batch_workers_.begin(), batch_workers_.end(),
+        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_us < b.start_us; });
     for (size_t i = 0; i < batch_workers_.size(); ++i) {
       int running = 0;
       for (size_t j = 0; j <= i; ++j) {
@@ -120,9 +120,10 @@ class Dataloader : public ProfilerRule {
     std::string out;
     for (const auto& [node, l] : loops_) {
       if (l.end_us <= l.start_us) continue;
-      out += (out.empty() ? "" : "; ") + node + ": waited for batches " +
-             Num(100.0 * static_cast<double>(l.wait_us) / static_cast<double>(l.end_us - l.start_us)) +
-             "% of the loop's time (" + std::to_string(l.waits) + " batches)";
+      out +=
+          (out.empty() ? "" : "; ") + node + ": waited for batches " +
+          Num(100.0 * static_cast<double>(l.wait_us) / static_cast<double>(l.end_us - l.start_us)) +
+          "% of the loop's time (" + std::to_string(l.waits) + " batches)";
     }
     if (worker_events_ > 0) {
       out += (out.empty() ? "" : "; ") + std::string("median parallel workers ") +

@@ -189,10 +189,9 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
     }
     timeline_seen_ = std::move(keep);
   }
-  std::stable_sort(batch.framework.begin(), batch.framework.end(),
-                   [](const TimelineEvent& a, const TimelineEvent& b) {
-                     return a.start_us < b.start_us;
-                   });
+  std::stable_sort(
+      batch.framework.begin(), batch.framework.end(),
+      [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_us < b.start_us; });
   lines_skipped_ += stats.lines_skipped;
   return batch;
 }

@@ -27,15 +27,15 @@ namespace trainscope::rules_internal {
 struct Datapoint {
   std::string node;
   int64_t ts_us = 0;
-  std::vector<double> cpu;     // CPUUtilization per core (index = core; missing cores 0)
-  std::vector<double> iowait;  // I/OWaitPercentage per core
-  std::map<int, double> gpu_util;  // GPUUtilization per GPU index
-  std::map<int, double> gpu_mem;   // GPUMemoryUtilization per GPU index
-  std::optional<double> memory_percent;       // MemoryUsedPercent
-  std::optional<double> process_rss_bytes;    // ProcessTreeResidentBytes
-  std::optional<double> cpu_total_percent;    // CPUUtilizationTotal
+  std::vector<double> cpu;               // CPUUtilization per core (index = core; missing cores 0)
+  std::vector<double> iowait;            // I/OWaitPercentage per core
+  std::map<int, double> gpu_util;        // GPUUtilization per GPU index
+  std::map<int, double> gpu_mem;         // GPUMemoryUtilization per GPU index
+  std::optional<double> memory_percent;  // MemoryUsedPercent
+  std::optional<double> process_rss_bytes;     // ProcessTreeResidentBytes
+  std::optional<double> cpu_total_percent;     // CPUUtilizationTotal
   std::optional<double> iowait_total_percent;  // I/OWaitPercentageTotal
-  std::optional<double> net_rx, net_tx;         // bytes/s
+  std::optional<double> net_rx, net_tx;        // bytes/s
   double MaxCpu() const;
   double MaxIowait() const;
   double MeanCpu() const;  // node CPU: sum of per-core values / cores (smdebug's BatchSize)
@@ -43,8 +43,8 @@ struct Datapoint {
 };
 
 struct ProfilerBatch {
-  std::vector<Datapoint> datapoints;       // sorted by time
-  std::vector<TimelineEvent> framework;    // the events of newly seen timeline files, by start
+  std::vector<Datapoint> datapoints;     // sorted by time
+  std::vector<TimelineEvent> framework;  // the events of newly seen timeline files, by start
   bool empty() const { return datapoints.empty() && framework.empty(); }
 };
 
@@ -73,10 +73,10 @@ class ProfilerFeed {
   std::string trial_dir_;
   SystemMetricsReader system_;
   TimelineReader timeline_;
-  std::map<std::string, uint64_t> offsets_;     // system file -> bytes consumed
-  int64_t done_minute_us_ = 0;                  // system files before this minute are read
-  std::set<std::string> timeline_seen_;         // timeline files read (pruned by end time)
-  std::map<std::string, Datapoint> held_;       // node -> newest (incomplete) sample
+  std::map<std::string, uint64_t> offsets_;  // system file -> bytes consumed
+  int64_t done_minute_us_ = 0;               // system files before this minute are read
+  std::set<std::string> timeline_seen_;      // timeline files read (pruned by end time)
+  std::map<std::string, Datapoint> held_;    // node -> newest (incomplete) sample
   int64_t first_us_ = 0, last_us_ = 0;
   bool saw_system_ = false, saw_gpu_ = false;
   int cores_ = 0;

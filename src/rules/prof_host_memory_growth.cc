@@ -51,7 +51,8 @@ class HostMemoryGrowth : public ProfilerRule {
   void OnDatapoint(const Datapoint& d, Verdict*) override {
     if (!d.process_rss_bytes || *d.process_rss_bytes <= 0) return;  // 0: the tree has exited
     ++rss_seen_;
-    if (static_cast<double>(d.ts_us - feed().first_us()) < params().Double("warmup_seconds") * 1e6) {
+    if (static_cast<double>(d.ts_us - feed().first_us()) <
+        params().Double("warmup_seconds") * 1e6) {
       return;
     }
     auto it = nodes_.find(d.node);
@@ -180,8 +181,9 @@ class HostMemoryGrowth : public ProfilerRule {
     RuleFinding f_out = NewProfilerFinding(f.ts1, node + "/process_tree");
     f_out.value = growth;
     f_out.threshold = params().Double("min_increase_mb");
-    f_out.condition = "steady growth (R^2 >= min_r2) of the training processes' resident memory "
-                      ">= min_increase_mb and >= min_increase_percent over the later half of the run";
+    f_out.condition =
+        "steady growth (R^2 >= min_r2) of the training processes' resident memory "
+        ">= min_increase_mb and >= min_increase_percent over the later half of the run";
     const int64_t step0 = StepAt(f.ts0), step1 = StepAt(f.ts1);
     std::string per_step;
     if (step0 >= 0 && step1 > step0 && StepInfoUntil() >= f.ts1 - 2'000'000) {

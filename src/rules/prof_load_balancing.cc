@@ -66,8 +66,8 @@ class LoadBalancing : public ProfilerRule {
         for (auto b = std::next(a); b != gpus.end(); ++b) {
           if (a->second.count <= patience || b->second.count <= patience) continue;
           const double js = JensenShannon(a->second, b->second);
-          const std::string key = node + "/gpu" + std::to_string(a->first) + "-gpu" +
-                                  std::to_string(b->first);
+          const std::string key =
+              node + "/gpu" + std::to_string(a->first) + "-gpu" + std::to_string(b->first);
           const bool met = js > threshold;
           if (met && !fired_.count(key)) {
             fired_.insert(key);
@@ -75,14 +75,14 @@ class LoadBalancing : public ProfilerRule {
             RuleFinding f = NewProfilerFinding(ts, key);
             f.value = js;
             f.threshold = threshold;
-            f.condition = "Jensen-Shannon distance of the two GPUs' utilization histograms > "
-                          "threshold";
-            f.explanation = node + ": GPU " + std::to_string(a->first) + " (mean " +
-                            Num(Mean(a->second)) + "%) and GPU " + std::to_string(b->first) +
-                            " (mean " + Num(Mean(b->second)) +
-                            "%) are used differently (Jensen-Shannon distance " + Num(js) +
-                            ", threshold " + Num(threshold) + "), " + When(ts) +
-                            ": the load is not balanced";
+            f.condition =
+                "Jensen-Shannon distance of the two GPUs' utilization histograms > "
+                "threshold";
+            f.explanation =
+                node + ": GPU " + std::to_string(a->first) + " (mean " + Num(Mean(a->second)) +
+                "%) and GPU " + std::to_string(b->first) + " (mean " + Num(Mean(b->second)) +
+                "%) are used differently (Jensen-Shannon distance " + Num(js) + ", threshold " +
+                Num(threshold) + "), " + When(ts) + ": the load is not balanced";
             f.recommendation =
                 "spread the work evenly: use DistributedDataParallel (one process per GPU) "
                 "rather than DataParallel, give every rank the same batch size and shard size, "

@@ -52,15 +52,15 @@ class LowGPUUtilization : public ProfilerRule {
       if (s.count <= params().Int("patience")) continue;
       const std::vector<double> values = s.window.Values();
       const double p95 = Percentile(values, 95), p5 = Percentile(values, 5);
-      const bool low = p95 < t95, swings = p95 > t95 && p5 < t5;
+      const bool low = p95<t95, swings = p95> t95 && p5 < t5;
       if (low && s.armed_low) {
         RuleFinding f = NewProfilerFinding(s.last_ts, key);
         f.value = p95;
         f.threshold = t95;
         f.condition = "p95(GPU utilization over window) < threshold_p95";
         f.explanation = key + ": 95% of the last " + std::to_string(values.size()) +
-                        " utilization values were below " + Num(p95) + "% (threshold " +
-                        Num(t95) + "%), " + When(s.last_ts) + ": the GPU is under-used";
+                        " utilization values were below " + Num(p95) + "% (threshold " + Num(t95) +
+                        "%), " + When(s.last_ts) + ": the GPU is under-used";
         f.recommendation =
             "give the GPU more work per step: raise the batch size (and scale the learning "
             "rate), use mixed precision; if the data pipeline is slow, raise DataLoader "

@@ -55,12 +55,15 @@ class MaxInitializationTime : public ProfilerRule {
     f.value = minutes;
     f.threshold = threshold;
     f.condition = "minutes from the start of the data to the first training step > threshold";
-    f.explanation =
-        first_step_us_
-            ? "the first training step started " + Num(minutes) + " minutes after the start of "
-              "the run (threshold " + Num(threshold) + " minutes): initialization is slow"
-            : "no training step has started " + Num(minutes) + " minutes after the start of the "
-              "run (threshold " + Num(threshold) + " minutes): initialization is slow or stuck";
+    f.explanation = first_step_us_
+                        ? "the first training step started " + Num(minutes) +
+                              " minutes after the start of "
+                              "the run (threshold " +
+                              Num(threshold) + " minutes): initialization is slow"
+                        : "no training step has started " + Num(minutes) +
+                              " minutes after the start of the "
+                              "run (threshold " +
+                              Num(threshold) + " minutes): initialization is slow or stuck";
     f.recommendation =
         "find what the start-up waits for (py-spy dump --pid): downloading or unpacking the data "
         "set (stage it on local disk beforehand), building the data index (cache it), "

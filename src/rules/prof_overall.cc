@@ -86,7 +86,8 @@ class OverallSystemUsage : public ProfilerRule {
         add(n->gpu[g].Text("gpu" + std::to_string(g)));
         add(n->gpu_mem[g].Text("gpu" + std::to_string(g) + " memory"));
       }
-      if (n->rss_max > 0) s += " training processes' memory max " + Num(n->rss_max / 1048576.0) + " MiB;";
+      if (n->rss_max > 0)
+        s += " training processes' memory max " + Num(n->rss_max / 1048576.0) + " MiB;";
       out += (out.empty() ? "" : " | ") + s;
     }
     return out.empty() ? "no system metrics were recorded" : out;

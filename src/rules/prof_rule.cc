@@ -101,8 +101,8 @@ int64_t ProfilerRule::StepInfoUntil() const {
 }
 
 int64_t ProfilerRule::StepAt(int64_t ts_us) const {
-  auto it = std::upper_bound(step_starts_.begin(), step_starts_.end(),
-                             std::make_pair(ts_us, INT64_MAX));
+  auto it =
+      std::upper_bound(step_starts_.begin(), step_starts_.end(), std::make_pair(ts_us, INT64_MAX));
   if (it == step_starts_.begin()) return -1;
   return std::prev(it)->second;
 }

@@ -1,12 +1,12 @@
 #include "trainscope/rule.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <ctime>
 #include <limits>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "rules/json_util.h"
 #include "trainscope/rule_data.h"
@@ -224,8 +224,8 @@ std::vector<CollectionRequest> MergeCollectionRequests(
 }
 
 std::string DescribeSaveSchedule(const CollectionRequest& r) {
-  std::string s = r.save_interval == 1 ? "every step"
-                                       : "every " + std::to_string(r.save_interval) + " steps";
+  std::string s =
+      r.save_interval == 1 ? "every step" : "every " + std::to_string(r.save_interval) + " steps";
   if (r.start_step > 0) s += " from step " + std::to_string(r.start_step);
   if (r.end_step >= 0) s += " before step " + std::to_string(r.end_step);
   if (r.save_steps.empty()) return s;

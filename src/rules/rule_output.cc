@@ -9,8 +9,7 @@ namespace trainscope {
 
 namespace fmt = rule_output_format;
 
-std::string RuleStateToJson(const RuleState& s, const std::string& trial_path,
-                            int64_t now_micros) {
+std::string RuleStateToJson(const RuleState& s, const std::string& trial_path, int64_t now_micros) {
   nlohmann::json j = nlohmann::json::object();
   j["version"] = fmt::kStatusVersion;
   j["rule"] = s.rule;

@@ -21,18 +21,38 @@ Registry& GetRegistry() {
     auto* r = new Registry;
     using namespace rules_internal;
     const BuiltinDef defs[] = {
-        VanishingGradientDef(), ExplodingTensorDef(),     LossNotDecreasingDef(),
-        OverfitDef(),           OvertrainingDef(),        SimilarAcrossRunsDef(),
-        TensorVarianceDef(),    UnchangedTensorDef(),     CheckInputImagesDef(),
-        NLPSequenceRatioDef(),  PoorWeightInitializationDef(), SaturatedActivationDef(),
-        DeadReluDef(),          WeightUpdateRatioDef(),   AllZeroDef(),
-        ClassImbalanceDef(),    ConfusionDef(),           StalledTrainingRuleDef(),
+        VanishingGradientDef(),
+        ExplodingTensorDef(),
+        LossNotDecreasingDef(),
+        OverfitDef(),
+        OvertrainingDef(),
+        SimilarAcrossRunsDef(),
+        TensorVarianceDef(),
+        UnchangedTensorDef(),
+        CheckInputImagesDef(),
+        NLPSequenceRatioDef(),
+        PoorWeightInitializationDef(),
+        SaturatedActivationDef(),
+        DeadReluDef(),
+        WeightUpdateRatioDef(),
+        AllZeroDef(),
+        ClassImbalanceDef(),
+        ConfusionDef(),
+        StalledTrainingRuleDef(),
     };
     const BuiltinDef profiler_defs[] = {
-        CPUBottleneckDef(),     IOBottleneckDef(),        LowGPUUtilizationDef(),
-        BatchSizeDef(),         GPUMemoryIncreaseDef(),   LoadBalancingDef(),
-        MaxInitializationTimeDef(), StepOutlierDef(),     DataloaderDef(),
-        OverallSystemUsageDef(), OverallFrameworkMetricsDef(), HostMemoryGrowthDef(),
+        CPUBottleneckDef(),
+        IOBottleneckDef(),
+        LowGPUUtilizationDef(),
+        BatchSizeDef(),
+        GPUMemoryIncreaseDef(),
+        LoadBalancingDef(),
+        MaxInitializationTimeDef(),
+        StepOutlierDef(),
+        DataloaderDef(),
+        OverallSystemUsageDef(),
+        OverallFrameworkMetricsDef(),
+        HostMemoryGrowthDef(),
     };
     for (BuiltinDef d : profiler_defs) {
       d.info.kind = "profiler";

@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <exception>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "rules/rule_eval.h"
@@ -71,8 +71,8 @@ class RuleRunner::Impl {
         if (step >= 0) ++e.state.steps_skipped;
         return;
       }
-      SetError(e, std::string(what) + (step >= 0 ? " at step " + std::to_string(step) : "") +
-                      ": " + verdict.status().ToString());
+      SetError(e, std::string(what) + (step >= 0 ? " at step " + std::to_string(step) : "") + ": " +
+                      verdict.status().ToString());
       return;
     }
     if (step >= 0) {
@@ -182,9 +182,10 @@ class RuleRunner::Impl {
       if (!e.active) continue;
       Result<Verdict> v = Guard(e, [&]() { return e.rule->OnTick(now); });
       Record(e, v, -1, "OnTick");
-      if (e.dirty && now - e.last_status_write_us >=
-                         std::chrono::duration_cast<std::chrono::microseconds>(
-                             options_.status_interval).count()) {
+      if (e.dirty &&
+          now - e.last_status_write_us >=
+              std::chrono::duration_cast<std::chrono::microseconds>(options_.status_interval)
+                  .count()) {
         WriteStatus(e);
       }
     }
@@ -208,10 +209,10 @@ class RuleRunner::Impl {
         } else {
           e.state.status = RuleEvaluationStatus::kNoIssuesFound;
           const std::string note = e.rule->StatusNote();
-          e.state.message = note.empty() ? "no issues found in " +
-                                               std::to_string(e.state.steps_evaluated) +
-                                               " evaluated steps"
-                                         : "no issues found: " + note;
+          e.state.message = note.empty()
+                                ? "no issues found in " + std::to_string(e.state.steps_evaluated) +
+                                      " evaluated steps"
+                                : "no issues found: " + note;
         }
         if (stopped && e.state.status == RuleEvaluationStatus::kIssuesFound) {
           e.state.message += " (stopped before the training ended)";
@@ -240,8 +241,7 @@ class RuleRunner::Impl {
   RunnerStats stats_;      // the last PublishStats()
 };
 
-Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path,
-                                                     RunnerOptions options,
+Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path, RunnerOptions options,
                                                      TrialOptions trial_options) {
   if (trial_options.env == nullptr) trial_options.env = options.env;
   // The runner refreshes the trial itself (Poll, WaitForChange); queries made by rules in
@@ -250,8 +250,7 @@ Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path,
     trial_options.refresh_interval = std::chrono::hours(1);
   }
   TS_ASSIGN_OR_RETURN(auto trial, Trial::Open(path, trial_options));
-  return std::make_unique<RuleRunner>(std::shared_ptr<Trial>(std::move(trial)),
-                                      std::move(options));
+  return std::make_unique<RuleRunner>(std::shared_ptr<Trial>(std::move(trial)), std::move(options));
 }
 
 RuleRunner::RuleRunner(std::shared_ptr<Trial> trial, RunnerOptions options)

@@ -94,8 +94,8 @@ Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_
 }  // namespace
 
 Result<CollectionsListing> FindCollectionsFiles(Env* env, const std::string& root) {
-  const std::string dir = JoinPath(JoinPath(root, trial_format::kCollectionsDir),
-                                   trial_format::kCollectionsSubdir);
+  const std::string dir =
+      JoinPath(JoinPath(root, trial_format::kCollectionsDir), trial_format::kCollectionsSubdir);
   CollectionsListing out;
   auto names = env->GetChildren(dir);
   if (!names.ok()) {

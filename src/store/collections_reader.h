@@ -21,7 +21,8 @@ struct CollectionsFile {
 
 // Parses one collections file. Corruption naming `path_for_errors` (and the byte offset when the
 // JSON itself does not parse) if it is not a collections file.
-Result<CollectionsFile> ParseCollectionsFile(std::string_view json, std::string_view path_for_errors);
+Result<CollectionsFile> ParseCollectionsFile(std::string_view json,
+                                             std::string_view path_for_errors);
 
 struct CollectionsListing {
   std::vector<std::string> paths;    // sorted

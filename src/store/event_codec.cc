@@ -70,7 +70,8 @@ PluginStrings MakePluginStrings(const TensorEventSpec& spec) {
 }
 
 size_t PluginDataSize(std::string_view name, std::string_view content) {
-  return LenFieldSize(plugin_f::kName, name.size()) + LenFieldSize(plugin_f::kContent, content.size());
+  return LenFieldSize(plugin_f::kName, name.size()) +
+         LenFieldSize(plugin_f::kContent, content.size());
 }
 
 size_t MetadataSize(const PluginStrings& ps) {
@@ -138,7 +139,9 @@ void PutHead(const TensorEventSpec& spec, const PluginStrings& ps, uint64_t tens
 
 // Bytes taken by a padding field of `pad` bytes (0, or 3..130).
 constexpr size_t kPadTagSize = 2;  // VarintSize(Tag(1000, kLen))
-bool ValidPad(size_t pad) { return pad == 0 || (pad >= kPadTagSize + 1 && pad <= kPadTagSize + 128); }
+bool ValidPad(size_t pad) {
+  return pad == 0 || (pad >= kPadTagSize + 1 && pad <= kPadTagSize + 128);
+}
 
 void PutPadding(size_t pad, std::string* out) {
   if (pad == 0) return;

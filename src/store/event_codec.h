@@ -46,11 +46,11 @@ namespace trainscope::event_codec {
 
 // What a tensor event says besides the tensor bytes.
 struct TensorEventSpec {
-  double wall_time = 0;   // seconds since the epoch
-  int64_t step = 0;       // global step
+  double wall_time = 0;  // seconds since the epoch
+  int64_t step = 0;      // global step
   Mode mode = Mode::kGlobal;
   int64_t mode_step = 0;
-  std::string_view tag;   // tensor name
+  std::string_view tag;           // tensor name
   DType dtype = DType::kInvalid;  // REQUIRES: not kString (use AppendStringTensorEvent)
   std::span<const int64_t> shape;
 };
@@ -98,10 +98,10 @@ struct PluginDataView {
 };
 
 struct TensorProtoView {
-  int dtype = 0;                      // TF DataType enum value
-  std::vector<int64_t> shape;         // dim sizes
+  int dtype = 0;               // TF DataType enum value
+  std::vector<int64_t> shape;  // dim sizes
   bool has_content = false;
-  std::string_view tensor_content;    // view into the decoded payload
+  std::string_view tensor_content;  // view into the decoded payload
   std::vector<std::string_view> string_val;
   // Fallback values (used when tensor_content is absent).
   std::vector<float> float_val;
@@ -109,8 +109,8 @@ struct TensorProtoView {
   std::vector<int32_t> int_val;
   std::vector<int64_t> int64_val;
   std::vector<uint8_t> bool_val;
-  std::vector<int32_t> half_val;      // 16-bit patterns of f16 or bf16
-  std::vector<float> scomplex_val;    // re, im pairs
+  std::vector<int32_t> half_val;    // 16-bit patterns of f16 or bf16
+  std::vector<float> scomplex_val;  // re, im pairs
   std::vector<double> dcomplex_val;
   std::vector<uint32_t> uint32_val;
   std::vector<uint64_t> uint64_val;

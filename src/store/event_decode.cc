@@ -68,9 +68,9 @@ Status ReadDoubles(WireReader& r, const char* at, std::string_view msg, int fiel
                       });
 }
 
-#define TS_EXPECT_WT_(want)                                     \
-  do {                                                          \
-    if (wt != (want)) return r.WrongType(at, kMsg, field, wt);  \
+#define TS_EXPECT_WT_(want)                                    \
+  do {                                                         \
+    if (wt != (want)) return r.WrongType(at, kMsg, field, wt); \
   } while (0)
 
 Status DecodeShape(WireReader r, std::vector<int64_t>* shape) {
@@ -134,22 +134,43 @@ Status DecodeTensor(WireReader r, TensorProtoView* t) {
         TS_RETURN_IF_ERROR(r.ReadLen(&t->tensor_content));
         t->has_content = true;
         break;
-      case 5: TS_RETURN_IF_ERROR(ReadFloats(r, at, kMsg, field, wt, &t->float_val)); break;
-      case 6: TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &t->double_val)); break;
-      case 7: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->int_val)); break;
+      case 5:
+        TS_RETURN_IF_ERROR(ReadFloats(r, at, kMsg, field, wt, &t->float_val));
+        break;
+      case 6:
+        TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &t->double_val));
+        break;
+      case 7:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->int_val));
+        break;
       case 8:
         TS_EXPECT_WT_(wire::kLen);
         TS_RETURN_IF_ERROR(r.ReadLen(&bytes));
         t->string_val.push_back(bytes);
         break;
-      case 9: TS_RETURN_IF_ERROR(ReadFloats(r, at, kMsg, field, wt, &t->scomplex_val)); break;
-      case 10: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->int64_val)); break;
-      case 11: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->bool_val)); break;
-      case 12: TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &t->dcomplex_val)); break;
-      case 13: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->half_val)); break;
-      case 16: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->uint32_val)); break;
-      case 17: TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->uint64_val)); break;
-      default: TS_RETURN_IF_ERROR(r.Skip(field, wt));
+      case 9:
+        TS_RETURN_IF_ERROR(ReadFloats(r, at, kMsg, field, wt, &t->scomplex_val));
+        break;
+      case 10:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->int64_val));
+        break;
+      case 11:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->bool_val));
+        break;
+      case 12:
+        TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &t->dcomplex_val));
+        break;
+      case 13:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->half_val));
+        break;
+      case 16:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->uint32_val));
+        break;
+      case 17:
+        TS_RETURN_IF_ERROR(ReadVarints(r, at, kMsg, field, wt, &t->uint64_val));
+        break;
+      default:
+        TS_RETURN_IF_ERROR(r.Skip(field, wt));
     }
   }
   return Status::OK();
@@ -164,14 +185,29 @@ Status DecodeHisto(WireReader r, HistogramData* h) {
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     double* scalar = nullptr;
     switch (field) {
-      case 1: scalar = &h->min; break;
-      case 2: scalar = &h->max; break;
-      case 3: scalar = &h->num; break;
-      case 4: scalar = &h->sum; break;
-      case 5: scalar = &h->sum_squares; break;
-      case 6: TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &h->bucket_limit)); break;
-      case 7: TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &h->bucket)); break;
-      default: TS_RETURN_IF_ERROR(r.Skip(field, wt));
+      case 1:
+        scalar = &h->min;
+        break;
+      case 2:
+        scalar = &h->max;
+        break;
+      case 3:
+        scalar = &h->num;
+        break;
+      case 4:
+        scalar = &h->sum;
+        break;
+      case 5:
+        scalar = &h->sum_squares;
+        break;
+      case 6:
+        TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &h->bucket_limit));
+        break;
+      case 7:
+        TS_RETURN_IF_ERROR(ReadDoubles(r, at, kMsg, field, wt, &h->bucket));
+        break;
+      default:
+        TS_RETURN_IF_ERROR(r.Skip(field, wt));
     }
     if (scalar != nullptr) {
       TS_EXPECT_WT_(wire::kFixed64);
@@ -251,7 +287,8 @@ Status DecodeValue(WireReader r, SummaryValueView* v) {
         TS_RETURN_IF_ERROR(r.ReadLen(&bytes));
         TS_RETURN_IF_ERROR(DecodeMetadata(r.Sub(bytes), &v->plugin_data));
         break;
-      default: TS_RETURN_IF_ERROR(r.Skip(field, wt));
+      default:
+        TS_RETURN_IF_ERROR(r.Skip(field, wt));
     }
   }
   return Status::OK();
@@ -311,7 +348,8 @@ Result<EventView> DecodeEvent(std::string_view payload, std::string_view context
         TS_RETURN_IF_ERROR(DecodeSummary(r.Sub(bytes), &ev.values));
         ev.has_summary = true;
         break;
-      default: TS_RETURN_IF_ERROR(r.Skip(field, wt));
+      default:
+        TS_RETURN_IF_ERROR(r.Skip(field, wt));
     }
   }
   return ev;

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "store/trial_impl.h"
@@ -31,7 +30,7 @@ void ReadMarker(IncompleteMarker* m) {
                                 : std::string("cannot open: ") + std::strerror(errno);
     return;
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     m->problem = "not a regular file (refused, not read)";
@@ -91,8 +90,8 @@ Result<std::vector<IncompleteMarker>> ReadIncompleteMarkers(const std::string& t
     }
     IncompleteMarker m;
     m.worker = std::string(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
-    m.path = trial_dir + (trial_dir.empty() || trial_dir.back() == '/' ? "" : "/") +
-             std::string(name);
+    m.path =
+        trial_dir + (trial_dir.empty() || trial_dir.back() == '/' ? "" : "/") + std::string(name);
     out.push_back(std::move(m));
   }
   ::closedir(d);
@@ -107,8 +106,6 @@ Result<std::vector<IncompleteMarker>> Trial::Incomplete() const {
   return ReadIncompleteMarkers(impl_->path_);
 }
 
-std::vector<std::string> Trial::DamagedIndexFiles() const {
-  return impl_->Damaged();
-}
+std::vector<std::string> Trial::DamagedIndexFiles() const { return impl_->Damaged(); }
 
 }  // namespace trainscope

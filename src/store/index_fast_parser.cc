@@ -267,8 +267,7 @@ void ViewOf(const IndexFile& file, IndexFileView* out) {
     out->tensors.push_back({t.tensorname, t.start_idx, t.length, t.crc32c});
   }
   for (const IndexShapeEntry& s : file.shapes) {
-    IndexShapeEntryView v{s.tensorname, s.originalname,
-                          static_cast<uint32_t>(out->dims.size()),
+    IndexShapeEntryView v{s.tensorname, s.originalname, static_cast<uint32_t>(out->dims.size()),
                           static_cast<uint32_t>(s.shape.size())};
     out->dims.insert(out->dims.end(), s.shape.begin(), s.shape.end());
     out->shapes.push_back(v);

@@ -11,11 +11,21 @@ void AppendJsonString(std::string_view s, std::string* out) {
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
       default:
         if (u < 0x20) {
           out->append("\\u00");
@@ -193,7 +203,8 @@ class IndexParser {
     }
     TS_ASSIGN_OR_RETURN(std::string mode_name, String(*meta, "mode", "meta"));
     std::optional<Mode> mode = ModeFromName(mode_name);
-    if (!mode) return Error("meta.mode \"" + mode_name + "\" is not TRAIN, EVAL, PREDICT or GLOBAL");
+    if (!mode)
+      return Error("meta.mode \"" + mode_name + "\" is not TRAIN, EVAL, PREDICT or GLOBAL");
     out.mode = *mode;
     TS_ASSIGN_OR_RETURN(const Json* mode_step, Member(*meta, "mode_step", "meta", true));
     TS_ASSIGN_OR_RETURN(out.mode_step, Int(*mode_step, "meta.mode_step"));
@@ -204,7 +215,8 @@ class IndexParser {
         TS_ASSIGN_OR_RETURN(out.event_file_name, String(*meta, "event_file_name", "meta"));
         // An empty name (smdebug's test trials write them) makes the entries step bookkeeping
         // only: the steps count, and reading a value says that no event file was named.
-        if (!out.event_file_name.empty()) TS_RETURN_IF_ERROR(CheckRelativePath(out.event_file_name));
+        if (!out.event_file_name.empty())
+          TS_RETURN_IF_ERROR(CheckRelativePath(out.event_file_name));
       }
       out.tensors.reserve(tensors->size());
       for (size_t i = 0; i < tensors->size(); ++i) {

@@ -24,8 +24,8 @@ namespace trainscope {
 
 struct IndexTensorEntry {
   std::string tensorname;
-  uint64_t start_idx = 0;  // offset of the framed record in the event file
-  uint64_t length = 0;     // whole framed record (header + payload + footer)
+  uint64_t start_idx = 0;          // offset of the framed record in the event file
+  uint64_t length = 0;             // whole framed record (header + payload + footer)
   std::optional<uint32_t> crc32c;  // CRC32C of the payload; absent in smdebug's files
 };
 

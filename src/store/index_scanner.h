@@ -87,9 +87,7 @@ class IndexScanner {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<int64_t>()(k.step) * 31 + k.worker;
-    }
+    size_t operator()(const Key& k) const { return std::hash<int64_t>()(k.step) * 31 + k.worker; }
   };
 
   bool InRange(int64_t step) const;

@@ -54,9 +54,8 @@ void AppendRecord(std::string_view payload, bool real_crc, std::string* out) {
   out->reserve(out->size() + payload.size() + kFramingOverhead);
   AppendRecordHeader(payload.size(), out);
   out->append(payload);
-  AppendFooter(real_crc ? PayloadFooter(crc32c::Value(payload.data(), payload.size()))
-                        : kMagicFooter,
-               out);
+  AppendFooter(
+      real_crc ? PayloadFooter(crc32c::Value(payload.data(), payload.size())) : kMagicFooter, out);
 }
 
 namespace {
@@ -72,9 +71,9 @@ Status RecordError(std::string_view file, uint64_t offset, const std::string& wh
 Result<RecordRef> ParseRecordAt(std::string_view file, uint64_t offset,
                                 std::string_view file_name_for_errors) {
   if (offset > file.size()) {
-    return RecordError(file_name_for_errors, offset,
-                       "offset is past the end of the file (" + std::to_string(file.size()) +
-                           " bytes)");
+    return RecordError(
+        file_name_for_errors, offset,
+        "offset is past the end of the file (" + std::to_string(file.size()) + " bytes)");
   }
   const uint64_t left = file.size() - offset;
   if (left < kHeaderSize) {
@@ -90,7 +89,8 @@ Result<RecordRef> ParseRecordAt(std::string_view file, uint64_t offset,
   }
   if (len > left - kHeaderSize || left - kHeaderSize - len < kFooterSize) {
     return RecordError(file_name_for_errors, offset,
-                       "payload of " + std::to_string(len) + " bytes plus footer does not fit in the " +
+                       "payload of " + std::to_string(len) +
+                           " bytes plus footer does not fit in the " +
                            std::to_string(left - kHeaderSize) + " bytes left");
   }
   RecordRef r;

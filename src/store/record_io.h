@@ -42,9 +42,9 @@ void AppendRecord(std::string_view payload, bool real_crc, std::string* out);
 // One parsed record. `payload` points into the parsed buffer.
 struct RecordRef {
   std::string_view payload;
-  uint64_t offset = 0;          // of the header in the file
-  uint64_t length = 0;          // whole framed record: kFramingOverhead + payload.size()
-  bool magic_footer = false;    // footer was kMagicFooter (payload not checked by the footer)
+  uint64_t offset = 0;        // of the header in the file
+  uint64_t length = 0;        // whole framed record: kFramingOverhead + payload.size()
+  bool magic_footer = false;  // footer was kMagicFooter (payload not checked by the footer)
 };
 
 // Parses the record starting at `offset` of `file` (the whole file's bytes, or any buffer whose

@@ -17,8 +17,7 @@ using trial_format::kMagicFooter;
 StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, ChunkPool* pool)
     : step_(step), mode_(mode), mode_step_(mode_step), pool_(pool) {}
 
-StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, Journal* journal,
-                       size_t reserve)
+StepBuffer::StepBuffer(int64_t step, Mode mode, int64_t mode_step, Journal* journal, size_t reserve)
     : journal_(journal),
       reserve_(reserve),
       step_(step),
@@ -129,8 +128,7 @@ void StepBuffer::AddTensor(std::string_view name, const TensorView& v, double wa
 void StepBuffer::AddRecord(std::string_view name, const TensorView& v, double wall_time,
                            bool borrow) {
   const size_t content = v.nbytes();
-  event_codec::TensorEventSpec spec{wall_time, step_,   mode_, mode_step_,
-                                    name,      v.dtype, v.shape};
+  event_codec::TensorEventSpec spec{wall_time, step_, mode_, mode_step_, name, v.dtype, v.shape};
   scratch_.clear();
   event_codec::AppendTensorEventPrefix(spec, content, file_size_ + kHeaderSize, &scratch_);
   const uint64_t payload_len = scratch_.size() + content;
@@ -176,8 +174,7 @@ void StepBuffer::AddRecord(std::string_view name, const TensorView& v, double wa
 }
 
 void StepBuffer::AddStringRecord(std::string_view name, const TensorView& v, double wall_time) {
-  event_codec::TensorEventSpec spec{wall_time, step_,   mode_, mode_step_,
-                                    name,      v.dtype, v.shape};
+  event_codec::TensorEventSpec spec{wall_time, step_, mode_, mode_step_, name, v.dtype, v.shape};
   scratch_.clear();
   event_codec::AppendStringTensorEvent(spec, v.strings, &scratch_);
   Record r;

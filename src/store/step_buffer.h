@@ -90,8 +90,8 @@ class StepBuffer {
  private:
   struct Record {
     std::string name;
-    uint64_t offset = 0;  // of the framed record in the file
-    uint64_t length = 0;  // framed
+    uint64_t offset = 0;         // of the framed record in the file
+    uint64_t length = 0;         // framed
     const char* head = nullptr;  // protobuf prefix (after the 12-byte header)
     size_t head_size = 0;
     const char* content = nullptr;  // tensor bytes (in a chunk, or borrowed)
@@ -127,7 +127,7 @@ class StepBuffer {
   int64_t mode_step_;
   ChunkPool* pool_;
   std::vector<ChunkPool::Chunk> chunks_;
-  char* pack_ = nullptr;   // current shared chunk
+  char* pack_ = nullptr;  // current shared chunk
   size_t pack_used_ = 0;
   size_t pack_cap_ = 0;
   std::vector<std::string_view> segments_;

@@ -34,9 +34,8 @@ void StepTracker::AddWorkerStep(int64_t global_step, Mode mode, int64_t mode_ste
 void StepTracker::ApplyWindow() {
   const int64_t jump = std::max<int64_t>(1, window_ / 2);
   for (;;) {
-    auto first_pending =
-        std::upper_bound(steps_.begin(), steps_.end(), last_complete_,
-                         [](int64_t v, const StepInfo& s) { return v < s.step; });
+    auto first_pending = std::upper_bound(steps_.begin(), steps_.end(), last_complete_,
+                                          [](int64_t v, const StepInfo& s) { return v < s.step; });
     const int64_t pending = steps_.end() - first_pending;
     if (pending <= window_) return;
     last_complete_ = (first_pending + (jump - 1))->step;

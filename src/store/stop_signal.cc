@@ -149,8 +149,8 @@ Result<StopRequest> StopSignal::Read() const {
       if (!body.empty() && end != nullptr && *end == '\0') {
         r.time_micros = static_cast<int64_t>(secs) * 1000000;
       }
-      r.explanation = "smdebug's rule stop file " + smdebug_path_ + " (named by " +
-                      fmt::kSmdebugEnv + ")";
+      r.explanation =
+          "smdebug's rule stop file " + smdebug_path_ + " (named by " + fmt::kSmdebugEnv + ")";
       return r;
     }
   }

@@ -84,25 +84,50 @@ Result<Tensor> TensorFromProto(const TensorProtoView& t, std::shared_ptr<const v
   }
   // Fallback: typed repeated fields.
   if (static_cast<uint64_t>(n) > (uint64_t{1} << 40) / esize) {
-    return SizeError(context, "shape " + ShapeToString(out.shape) + " has no content and is too large");
+    return SizeError(context,
+                     "shape " + ShapeToString(out.shape) + " has no content and is too large");
   }
   std::shared_ptr<char[]> buf(new char[std::max<size_t>(1, n * esize)]);
   char* p = buf.get();
   Status s;
   switch (out.dtype) {
-    case DType::kF32: s = FillAs<float>(t.float_val, n, context, "float_val", p); break;
-    case DType::kF64: s = FillAs<double>(t.double_val, n, context, "double_val", p); break;
-    case DType::kI8: s = FillAs<int8_t>(t.int_val, n, context, "int_val", p); break;
-    case DType::kI16: s = FillAs<int16_t>(t.int_val, n, context, "int_val", p); break;
-    case DType::kI32: s = FillAs<int32_t>(t.int_val, n, context, "int_val", p); break;
-    case DType::kU8: s = FillAs<uint8_t>(t.int_val, n, context, "int_val", p); break;
-    case DType::kU16: s = FillAs<uint16_t>(t.int_val, n, context, "int_val", p); break;
-    case DType::kI64: s = FillAs<int64_t>(t.int64_val, n, context, "int64_val", p); break;
-    case DType::kU32: s = FillAs<uint32_t>(t.uint32_val, n, context, "uint32_val", p); break;
-    case DType::kU64: s = FillAs<uint64_t>(t.uint64_val, n, context, "uint64_val", p); break;
-    case DType::kBool: s = FillAs<bool>(t.bool_val, n, context, "bool_val", p); break;
+    case DType::kF32:
+      s = FillAs<float>(t.float_val, n, context, "float_val", p);
+      break;
+    case DType::kF64:
+      s = FillAs<double>(t.double_val, n, context, "double_val", p);
+      break;
+    case DType::kI8:
+      s = FillAs<int8_t>(t.int_val, n, context, "int_val", p);
+      break;
+    case DType::kI16:
+      s = FillAs<int16_t>(t.int_val, n, context, "int_val", p);
+      break;
+    case DType::kI32:
+      s = FillAs<int32_t>(t.int_val, n, context, "int_val", p);
+      break;
+    case DType::kU8:
+      s = FillAs<uint8_t>(t.int_val, n, context, "int_val", p);
+      break;
+    case DType::kU16:
+      s = FillAs<uint16_t>(t.int_val, n, context, "int_val", p);
+      break;
+    case DType::kI64:
+      s = FillAs<int64_t>(t.int64_val, n, context, "int64_val", p);
+      break;
+    case DType::kU32:
+      s = FillAs<uint32_t>(t.uint32_val, n, context, "uint32_val", p);
+      break;
+    case DType::kU64:
+      s = FillAs<uint64_t>(t.uint64_val, n, context, "uint64_val", p);
+      break;
+    case DType::kBool:
+      s = FillAs<bool>(t.bool_val, n, context, "bool_val", p);
+      break;
     case DType::kF16:
-    case DType::kBF16: s = FillAs<uint16_t>(t.half_val, n, context, "half_val", p); break;
+    case DType::kBF16:
+      s = FillAs<uint16_t>(t.half_val, n, context, "half_val", p);
+      break;
     case DType::kComplex64:
       s = FillAs<float>(t.scomplex_val, n, context, "scomplex_val", p, 2);
       break;

@@ -54,8 +54,7 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::Open(const std::st
       new TensorBoardWriter(dir, env != nullptr ? env : Env::Default()));
 }
 
-TensorBoardWriter::TensorBoardWriter(std::string dir, Env* env)
-    : dir_(std::move(dir)), env_(env) {}
+TensorBoardWriter::TensorBoardWriter(std::string dir, Env* env) : dir_(std::move(dir)), env_(env) {}
 
 TensorBoardWriter::~TensorBoardWriter() { (void)Close(); }
 
@@ -65,16 +64,15 @@ Result<TensorBoardWriter::File*> TensorBoardWriter::FileFor(Mode mode) {
   const std::string folder = JoinPath(dir_, ModeName(mode));
   TS_RETURN_IF_ERROR(env_->CreateDirs(folder).WithContext("creating TensorBoard folder"));
   const uint64_t now_s = env_->NowMicros() / 1000000;
-  const std::string name = "events.out.tfevents." + std::to_string(now_s) + "." + HostNameForFile() +
-                           "." + std::to_string(::getpid()) + ".trainscope";
+  const std::string name = "events.out.tfevents." + std::to_string(now_s) + "." +
+                           HostNameForFile() + "." + std::to_string(::getpid()) + ".trainscope";
   auto f = std::make_unique<File>();
   f->path = JoinPath(folder, name);
   TS_ASSIGN_OR_RETURN(f->file, env_->NewWritableFile(f->path));
   std::string rec;
-  record_io::AppendRecord(
-      event_codec::EncodeFileVersionEvent(static_cast<double>(env_->NowMicros()) * 1e-6,
-                                          kFileVersion),
-      /*real_crc=*/true, &rec);
+  record_io::AppendRecord(event_codec::EncodeFileVersionEvent(
+                              static_cast<double>(env_->NowMicros()) * 1e-6, kFileVersion),
+                          /*real_crc=*/true, &rec);
   TS_RETURN_IF_ERROR(f->file->Append(rec));
   File* raw = f.get();
   files_[mode] = std::move(f);
@@ -141,7 +139,6 @@ Status TensorBoardWriter::Close() {
     if (first.ok() && !s.ok()) first = s;
   }
   return first;  // files stay listed (FilePath) but closed: later appends fail
-
 }
 
 std::string TensorBoardWriter::FilePath(Mode mode) const {

@@ -45,8 +45,7 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
   const std::string path = StripTrailingSlashes(path_in);
   if (options.range_end >= 0 && options.range_end < options.range_begin) {
     return Status::InvalidArgument("range_end " + std::to_string(options.range_end) +
-                                   " is before range_begin " +
-                                   std::to_string(options.range_begin));
+                                   " is before range_begin " + std::to_string(options.range_begin));
   }
   if (options.incomplete_step_window < 1) {
     return Status::InvalidArgument("incomplete_step_window must be >= 1, not " +
@@ -85,8 +84,7 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
   return std::unique_ptr<Trial>(new Trial(std::move(impl)));
 }
 
-Result<std::unique_ptr<Trial>> Trial::OpenWhenReady(const std::string& path,
-                                                    TrialOptions options,
+Result<std::unique_ptr<Trial>> Trial::OpenWhenReady(const std::string& path, TrialOptions options,
                                                     std::chrono::milliseconds timeout,
                                                     std::chrono::milliseconds poll) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -38,9 +38,9 @@ struct StepEntries {
   std::string tensor;
   int64_t global_step = 0;
   std::string worker;
-  std::string event_file;        // relative to the trial root
-  std::vector<Entry> entries;    // value and reductions of this worker (not the shape)
-  std::vector<int64_t> shape;    // the saved shape's dims, if has_shape
+  std::string event_file;      // relative to the trial root
+  std::vector<Entry> entries;  // value and reductions of this worker (not the shape)
+  std::vector<int64_t> shape;  // the saved shape's dims, if has_shape
   bool has_shape = false;
 
   const Entry* Find(uint8_t kind) const {
@@ -129,10 +129,10 @@ class Trial::Impl {
 
   std::timed_mutex notifier_mu_;
   std::mutex refresh_mu_;
-  IndexScanner scanner_;                  // guarded by refresh_mu_ (+ notifier_mu_)
-  std::vector<FoundIndexFile> retry_;     // guarded by refresh_mu_: files to read again
+  IndexScanner scanner_;               // guarded by refresh_mu_ (+ notifier_mu_)
+  std::vector<FoundIndexFile> retry_;  // guarded by refresh_mu_: files to read again
   static constexpr size_t kMaxDamaged = 1000;
-  std::vector<std::string> damaged_;      // guarded by mu_: DamagedIndexFiles()
+  std::vector<std::string> damaged_;  // guarded by mu_: DamagedIndexFiles()
 
   mutable std::mutex mu_;
   TrialIndex index_;

@@ -89,8 +89,8 @@ class TrialIndex {
   size_t num_files() const { return files_.size(); }
 
   // A tensor_payload entry of file `file_id`.
-  void AddLocation(uint32_t file_id, std::string_view entry_name, uint64_t start,
-                   uint64_t length, std::optional<uint32_t> crc32c);
+  void AddLocation(uint32_t file_id, std::string_view entry_name, uint64_t start, uint64_t length,
+                   std::optional<uint32_t> crc32c);
   // A shape_payload entry of file `file_id`.
   void AddShape(uint32_t file_id, std::string_view tensor_name, std::span<const int64_t> dims);
 

@@ -42,18 +42,30 @@ Result<double> ScalarValue(const Tensor& t, const std::string& where) {
       std::memcpy(&h, t.data, 2);
       return static_cast<double>(BFloat16ToFloat(h));
     }
-    case DType::kF32: return get(float{});
-    case DType::kF64: return get(double{});
-    case DType::kI8: return get(int8_t{});
-    case DType::kI16: return get(int16_t{});
-    case DType::kI32: return get(int32_t{});
-    case DType::kI64: return get(int64_t{});
-    case DType::kU8: return get(uint8_t{});
-    case DType::kU16: return get(uint16_t{});
-    case DType::kU32: return get(uint32_t{});
-    case DType::kU64: return get(uint64_t{});
-    case DType::kBool: return get(uint8_t{}) != 0 ? 1.0 : 0.0;
-    default: break;
+    case DType::kF32:
+      return get(float{});
+    case DType::kF64:
+      return get(double{});
+    case DType::kI8:
+      return get(int8_t{});
+    case DType::kI16:
+      return get(int16_t{});
+    case DType::kI32:
+      return get(int32_t{});
+    case DType::kI64:
+      return get(int64_t{});
+    case DType::kU8:
+      return get(uint8_t{});
+    case DType::kU16:
+      return get(uint16_t{});
+    case DType::kU32:
+      return get(uint32_t{});
+    case DType::kU64:
+      return get(uint64_t{});
+    case DType::kBool:
+      return get(uint8_t{}) != 0 ? 1.0 : 0.0;
+    default:
+      break;
   }
   // Complex: reductions of complex tensors reduce |x| (reductions.h); take the magnitude.
   return ComputeReduction(t.view(), Reduction{ReductionOp::kMax, true});
@@ -63,8 +75,7 @@ Result<double> ScalarValue(const Tensor& t, const std::string& where) {
 
 std::string Trial::Impl::Describe(const std::string& tensor, int64_t step, Mode mode) const {
   return "tensor \"" + tensor + "\" at step " + std::to_string(step) +
-         (mode == Mode::kGlobal ? "" : " of mode " + std::string(ModeName(mode))) + " in " +
-         path_;
+         (mode == Mode::kGlobal ? "" : " of mode " + std::string(ModeName(mode))) + " in " + path_;
 }
 
 // --------------------------------------------------------------------------------------------
@@ -285,8 +296,7 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
         if (have.find(w) == std::string::npos) have += (have.empty() ? "" : ", ") + w;
       }
       return Status::InvalidArgument("InvalidWorker: worker \"" + worker + "\" did not save " +
-                                     Describe(tensor, step, mode) + "; workers that did: " +
-                                     have);
+                                     Describe(tensor, step, mode) + "; workers that did: " + have);
     }
     StepEntries e;
     e.tensor = tensor;
@@ -313,8 +323,8 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
   return MissError(tensor, step, mode);
 }
 
-Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& tensor,
-                                                            int64_t step, Mode mode) {
+Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& tensor, int64_t step,
+                                                            Mode mode) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt == 1) (void)MaybeRefresh();
     std::lock_guard<std::mutex> l(mu_);
@@ -344,7 +354,7 @@ Result<Tensor> Trial::Impl::Read(const StepEntries& e, const StepEntries::Entry&
   RecordSpec spec;
   spec.display_path = e.event_file;
   spec.path = (!e.event_file.empty() && e.event_file[0] == '/') ? e.event_file
-                                                               : JoinPath(path_, e.event_file);
+                                                                : JoinPath(path_, e.event_file);
   spec.offset = entry.offset;
   spec.length = entry.length;
   if (entry.has_crc) spec.crc32c = entry.crc32c;
@@ -362,8 +372,8 @@ Result<Tensor> Trial::Impl::Value(const std::string& tensor, int64_t step, Mode 
   if (v == nullptr) {
     const bool red = e.HasReductions();
     return Status::NotFound(
-        "TensorUnavailableForStep: " + Describe(tensor, step, mode) +
-        ": only its " + std::string(red ? "reductions" : "shape") +
+        "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": only its " +
+        std::string(red ? "reductions" : "shape") +
         " were saved, not the raw value (has_reductions=" + (red ? "true" : "false") +
         "); use ReductionValue" + (red ? "" : " or Shape") + ", or save the raw tensor");
   }
@@ -405,8 +415,8 @@ Result<std::vector<std::pair<Reduction, double>>> Trial::Impl::SavedReductions(
   return out;
 }
 
-Result<std::vector<int64_t>> Trial::Impl::Shape(const std::string& tensor, int64_t step,
-                                                Mode mode, const std::string& worker) {
+Result<std::vector<int64_t>> Trial::Impl::Shape(const std::string& tensor, int64_t step, Mode mode,
+                                                const std::string& worker) {
   TS_ASSIGN_OR_RETURN(StepEntries e, Lookup(tensor, step, mode, worker));
   if (e.has_shape) return e.shape;
   const StepEntries::Entry* v = e.Find(LocationKind::kValue);

@@ -224,8 +224,7 @@ Status Trial::Impl::WaitForChange(std::chrono::milliseconds timeout) {
       TS_RETURN_IF_ERROR(hs);
       TS_RETURN_IF_ERROR(rs);
     } else {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(kPollPeriod, deadline - Clock::now()));
+      std::this_thread::sleep_for(std::min<Clock::duration>(kPollPeriod, deadline - Clock::now()));
       TS_RETURN_IF_ERROR(Refresh(&changed));
     }
   }

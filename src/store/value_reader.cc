@@ -17,9 +17,12 @@ std::string At(const RecordSpec& s) {
 
 size_t AlignmentOf(DType t) {
   switch (t) {
-    case DType::kComplex64: return 4;
-    case DType::kComplex128: return 8;
-    default: return std::max<size_t>(1, std::min<size_t>(8, DTypeSize(t)));
+    case DType::kComplex64:
+      return 4;
+    case DType::kComplex128:
+      return 8;
+    default:
+      return std::max<size_t>(1, std::min<size_t>(8, DTypeSize(t)));
   }
 }
 
@@ -113,16 +116,15 @@ Result<Tensor> ValueReader::Read(const RecordSpec& spec) {
   }
   const std::string context = At(spec);
   TS_ASSIGN_OR_RETURN(event_codec::EventView ev, event_codec::DecodeEvent(rec.payload, context));
-  if (ev.values.size() != 1 ||
-      ev.values[0].kind != event_codec::SummaryValueView::Kind::kTensor) {
+  if (ev.values.size() != 1 || ev.values[0].kind != event_codec::SummaryValueView::Kind::kTensor) {
     return Status::Corruption(context + ": expected an event holding exactly one tensor, found " +
                               std::to_string(ev.values.size()) + " summary values");
   }
   const event_codec::SummaryValueView& v = ev.values[0];
   if (!spec.expected_tag.empty() && v.tag != spec.expected_tag) {
     return Status::Corruption(context + ": the record holds tensor \"" + std::string(v.tag) +
-                              "\" but the index entry names \"" +
-                              std::string(spec.expected_tag) + "\"");
+                              "\" but the index entry names \"" + std::string(spec.expected_tag) +
+                              "\"");
   }
   TS_ASSIGN_OR_RETURN(Tensor t, event_codec::TensorFromProto(
                                     v.tensor, std::shared_ptr<const void>(region), context));

@@ -31,10 +31,10 @@
 namespace trainscope {
 
 struct RecordSpec {
-  std::string path;          // absolute path of the event file
-  std::string display_path;  // path named in errors (relative to the trial root)
-  uint64_t offset = 0;       // of the framed record
-  uint64_t length = 0;       // framed record bytes
+  std::string path;                // absolute path of the event file
+  std::string display_path;        // path named in errors (relative to the trial root)
+  uint64_t offset = 0;             // of the framed record
+  uint64_t length = 0;             // framed record bytes
   std::optional<uint32_t> crc32c;  // payload CRC32C from the index entry
   std::string_view expected_tag;   // the index entry's tensor name
 };

@@ -13,12 +13,16 @@
 
 namespace trainscope::wire {
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3, kEndGroup = 4,
-                           kFixed32 = 5 };
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLen = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
 
-constexpr uint64_t Tag(int field, WireType wt) {
-  return (static_cast<uint64_t>(field) << 3) | wt;
-}
+constexpr uint64_t Tag(int field, WireType wt) { return (static_cast<uint64_t>(field) << 3) | wt; }
 
 inline size_t VarintSize(uint64_t v) {
   size_t n = 1;
@@ -171,9 +175,12 @@ class WireReader {
     uint64_t u = 0;
     std::string_view sv;
     switch (wt) {
-      case kVarint: return ReadVarint(&u);
-      case kFixed64: return ReadFixed64(&u);
-      case kLen: return ReadLen(&sv);
+      case kVarint:
+        return ReadVarint(&u);
+      case kFixed64:
+        return ReadFixed64(&u);
+      case kLen:
+        return ReadLen(&sv);
       case kFixed32: {
         uint32_t v = 0;
         return ReadFixed32(&v);

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
-#include "trainscope/helper_pool.h"
 #include "store/index_file.h"
 #include "store/journal.h"
 #include "store/step_buffer.h"
+#include "trainscope/helper_pool.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
@@ -88,9 +88,8 @@ class TrialWriter::Impl {
                                      " is open; call EndStep() first");
     }
     if (last_step_ && global_step <= *last_step_) {
-      return Status::InvalidArgument("BeginStep(" + std::to_string(global_step) +
-                                     ") after step " + std::to_string(*last_step_) +
-                                     "; global steps must increase");
+      return Status::InvalidArgument("BeginStep(" + std::to_string(global_step) + ") after step " +
+                                     std::to_string(*last_step_) + "; global steps must increase");
     }
     last_step_ = global_step;
     step_ = journal_ ? std::make_unique<StepBuffer>(global_step, mode, mode_step, journal_.get(),
@@ -131,10 +130,11 @@ class TrialWriter::Impl {
     }
     if (v.dtype == DType::kString) {
       if (v.shape.size() != 1 || static_cast<int64_t>(v.strings.size()) != v.shape[0]) {
-        return Status::InvalidArgument(
-            "string tensor \"" + std::string(name) + "\" must be 1-D with one string per element "
-            "(shape " + ShapeToString(v.shape) + ", " + std::to_string(v.strings.size()) +
-            " strings)");
+        return Status::InvalidArgument("string tensor \"" + std::string(name) +
+                                       "\" must be 1-D with one string per element "
+                                       "(shape " +
+                                       ShapeToString(v.shape) + ", " +
+                                       std::to_string(v.strings.size()) + " strings)");
       }
     } else if (v.data == nullptr && v.num_elements() > 0) {
       return Status::InvalidArgument("tensor \"" + std::string(name) + "\" has no data");
@@ -152,8 +152,7 @@ class TrialWriter::Impl {
     const bool can_borrow = borrow && v.dtype != DType::kString && v.is_contiguous();
     const double wall_time =
         wall_time_s > 0 ? wall_time_s : static_cast<double>(env_->NowMicros()) * 1e-6;
-    step_->AddTensor(name, v, wall_time, can_borrow,
-                     can_borrow ? std::move(keepalive) : nullptr);
+    step_->AddTensor(name, v, wall_time, can_borrow, can_borrow ? std::move(keepalive) : nullptr);
     return Status::OK();
   }
 
@@ -246,8 +245,8 @@ class TrialWriter::Impl {
     step->index_tensors = index.tensors.size();
     step->index_json = EncodeIndexFile(index);
     const uint64_t event_size = step->has_records() ? step->file_size() : 0;
-    TS_ASSIGN_OR_RETURN(step->seq, journal_->Seal(step->slot().get(), step->step(), event_size,
-                                                 step->index_json));
+    TS_ASSIGN_OR_RETURN(
+        step->seq, journal_->Seal(step->slot().get(), step->step(), event_size, step->index_json));
     // The next step's slot starts with room for one like this one.
     reserve_hint_.store(event_size + step->index_json.size() + 4096, std::memory_order_relaxed);
     return Status::OK();
@@ -301,10 +300,8 @@ class TrialWriter::Impl {
         std::fprintf(stderr,
                      "trainscope: the trial %s is incomplete: %lld of %lld steps were not "
                      "written (%lld lost to I/O errors, %lld dropped)%s%s; see %s\n",
-                     dir_.c_str(),
-                     static_cast<long long>(st.steps_failed + st.steps_dropped),
-                     static_cast<long long>(st.steps_written + st.steps_failed +
-                                            st.steps_dropped),
+                     dir_.c_str(), static_cast<long long>(st.steps_failed + st.steps_dropped),
+                     static_cast<long long>(st.steps_written + st.steps_failed + st.steps_dropped),
                      static_cast<long long>(st.steps_failed),
                      static_cast<long long>(st.steps_dropped),
                      err.ok() ? "" : "; first error: ", err.ok() ? "" : err.ToString().c_str(),
@@ -552,16 +549,15 @@ class TrialWriter::Impl {
       err = first_error_;
       first_lost = first_lost_step_;
     }
-    nlohmann::json j = {{"worker", options_.worker},
-                        {"final", final},
-                        {"steps_written", st.steps_written},
-                        {"steps_failed", st.steps_failed},
-                        {"steps_dropped", st.steps_dropped},
-                        {"first_lost_step", first_lost},
-                        {"first_error", err.ok() ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(err.ToString())}};
-    const std::string path =
-        JoinPath(dir_, trial_format::IncompleteMarkerPath(options_.worker));
+    nlohmann::json j = {
+        {"worker", options_.worker},
+        {"final", final},
+        {"steps_written", st.steps_written},
+        {"steps_failed", st.steps_failed},
+        {"steps_dropped", st.steps_dropped},
+        {"first_lost_step", first_lost},
+        {"first_error", err.ok() ? nlohmann::json(nullptr) : nlohmann::json(err.ToString())}};
+    const std::string path = JoinPath(dir_, trial_format::IncompleteMarkerPath(options_.worker));
     const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (env_->WriteFileAtomic(path, text + "\n", options_.sync).ok()) return;
     if (!env_->FileExists(path)) {

@@ -63,8 +63,8 @@ void MetricsFeed::ReadNewFindings(const std::string& rule) {
   uint64_t& offset = events_offset_[rule];
   auto size = env_->GetFileSize(path);
   if (!size.ok() || *size <= offset) return;
-  auto text = env_->ReadRange(path, offset, static_cast<size_t>(std::min(*size - offset,
-                                                                         kMaxReadPerPoll)));
+  auto text =
+      env_->ReadRange(path, offset, static_cast<size_t>(std::min(*size - offset, kMaxReadPerPoll)));
   if (!text.ok()) return;
   // Only whole lines: one a worker is still appending is read on a later poll.
   size_t begin = 0;

@@ -85,7 +85,8 @@ Result<SupervisedRun> Supervise(const SuperviseOptions& options, const Supervise
   SupervisedRun run;
   SignalForwarder forwarder;
   // Writing to the terminal from the background must not stop the supervisor.
-  struct sigaction ignore {}, old_ttou {};
+  struct sigaction ignore {
+  }, old_ttou{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGTTOU, &ignore, &old_ttou);
   struct RestoreTtou {
@@ -125,8 +126,7 @@ Result<SupervisedRun> Supervise(const SuperviseOptions& options, const Supervise
     if (events.on_poll) {
       events.on_poll(std::chrono::duration<double>(Clock::now() - start).count());
     }
-    if (!training.ended() && !run.stop_requested && !options.trial.empty() &&
-        stop_signal.Check()) {
+    if (!training.ended() && !run.stop_requested && !options.trial.empty() && stop_signal.Check()) {
       run.stop_requested = true;
       stop_time = Clock::now();
       if (events.on_stop_requested) events.on_stop_requested();

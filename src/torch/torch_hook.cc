@@ -2,6 +2,9 @@
 // The only translation unit of the module: LibTorch's headers are heavy.
 #include "trainscope/torch_hook.h"
 
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
 #include <atomic>
 #include <exception>
 #include <limits>
@@ -9,9 +12,6 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
-
-#include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 namespace trainscope {
 namespace {
@@ -54,22 +54,38 @@ std::string TorchModuleName(const ::torch::nn::Module& module) {
 
 DType TorchDType(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Half: return DType::kF16;
-    case c10::ScalarType::BFloat16: return DType::kBF16;
-    case c10::ScalarType::Float: return DType::kF32;
-    case c10::ScalarType::Double: return DType::kF64;
-    case c10::ScalarType::Char: return DType::kI8;
-    case c10::ScalarType::Short: return DType::kI16;
-    case c10::ScalarType::Int: return DType::kI32;
-    case c10::ScalarType::Long: return DType::kI64;
-    case c10::ScalarType::Byte: return DType::kU8;
-    case c10::ScalarType::UInt16: return DType::kU16;
-    case c10::ScalarType::UInt32: return DType::kU32;
-    case c10::ScalarType::UInt64: return DType::kU64;
-    case c10::ScalarType::Bool: return DType::kBool;
-    case c10::ScalarType::ComplexFloat: return DType::kComplex64;
-    case c10::ScalarType::ComplexDouble: return DType::kComplex128;
-    default: return DType::kInvalid;
+    case c10::ScalarType::Half:
+      return DType::kF16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBF16;
+    case c10::ScalarType::Float:
+      return DType::kF32;
+    case c10::ScalarType::Double:
+      return DType::kF64;
+    case c10::ScalarType::Char:
+      return DType::kI8;
+    case c10::ScalarType::Short:
+      return DType::kI16;
+    case c10::ScalarType::Int:
+      return DType::kI32;
+    case c10::ScalarType::Long:
+      return DType::kI64;
+    case c10::ScalarType::Byte:
+      return DType::kU8;
+    case c10::ScalarType::UInt16:
+      return DType::kU16;
+    case c10::ScalarType::UInt32:
+      return DType::kU32;
+    case c10::ScalarType::UInt64:
+      return DType::kU64;
+    case c10::ScalarType::Bool:
+      return DType::kBool;
+    case c10::ScalarType::ComplexFloat:
+      return DType::kComplex64;
+    case c10::ScalarType::ComplexDouble:
+      return DType::kComplex128;
+    default:
+      return DType::kInvalid;
   }
 }
 

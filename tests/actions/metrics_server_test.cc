@@ -2,6 +2,7 @@
 // must not stall a scrape, a client that half-closes after its request is answered, and
 // connections beyond the cap are turned away without harm to the server.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "trainscope/prometheus.h"
 

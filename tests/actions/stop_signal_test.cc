@@ -8,9 +8,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>

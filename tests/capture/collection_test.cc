@@ -1,6 +1,7 @@
 #include "trainscope/collection.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace trainscope {

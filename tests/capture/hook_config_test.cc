@@ -84,8 +84,8 @@ TEST(HookConfigJsonTest, DefaultsWithoutHookParameters) {
 }
 
 TEST(HookConfigJsonTest, SyntaxErrorsGiveLineAndColumn) {
-  auto c = ParseHookConfigJson(
-      "{\n  \"LocalPath\": \"/x\",\n  \"HookParameters\": {\"a\": 1,}\n}", "cfg.json");
+  auto c = ParseHookConfigJson("{\n  \"LocalPath\": \"/x\",\n  \"HookParameters\": {\"a\": 1,}\n}",
+                               "cfg.json");
   ASSERT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(
       c.status().message().find("cfg.json: not valid JSON at line 3, column 29: syntax error"),
@@ -128,7 +128,9 @@ TEST(HookConfigJsonTest, SageMakersTensorboardConfigurationDecidesInsideAJob) {
   auto env = NewMemEnv();
   ASSERT_TRUE(env->CreateDirs("/cfg").ok());
   ASSERT_TRUE(env->WriteFileAtomic("/cfg/hook.json", R"({"LocalPath": "/out", "HookParameters":
-      {"export_tensorboard": "true", "tensorboard_dir": "/mine"}})", false).ok());
+      {"export_tensorboard": "true", "tensorboard_dir": "/mine"}})",
+                                   false)
+                  .ok());
   ASSERT_TRUE(env->WriteFileAtomic("/cfg/tb.json", R"({"LocalPath": "/opt/ml/tb"})", false).ok());
   ASSERT_TRUE(env->WriteFileAtomic("/cfg/tb_bad.json", R"({"Path": 3})", false).ok());
   unsetenv("TRAINING_JOB_NAME");
@@ -213,12 +215,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"HookParameters": {"save_interval": "ten"}})", "HookParameters.save_interval",
                 "not a whole number"},
         BadCase{R"({"HookParameters": {"save_interval": "-3"}})", "save_interval is -3", ">= 1"},
-        BadCase{R"({"HookParameters": {"eval.save_interval": "0"}})", "mode EVAL", "save_interval is 0"},
+        BadCase{R"({"HookParameters": {"eval.save_interval": "0"}})", "mode EVAL",
+                "save_interval is 0"},
         BadCase{R"({"HookParameters": {"reductions": "mean,meen"}})", "unknown reduction 'meen'",
                 "use one of"},
         BadCase{R"({"HookParameters": {"save_all": "yes"}})", "save_all", "true or false"},
-        BadCase{R"({"HookParameters": {"include_workers": "some"}})", "include_workers",
-                "\"one\""},
+        BadCase{R"({"HookParameters": {"include_workers": "some"}})", "include_workers", "\"one\""},
         BadCase{R"({"HookParameters": {"save_steps": "1,x"}})", "save_steps", "not a whole number"},
         BadCase{R"({"CollectionConfigurations": [{"CollectionParameters": {}}]})",
                 "CollectionConfigurations[0]", "CollectionName"},

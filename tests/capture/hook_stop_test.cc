@@ -192,9 +192,10 @@ TEST(HookStopTest, SmdebugsStopFileStopsWhenItAppears) {
   EXPECT_FALSE(hook->Step());
   EXPECT_TRUE(deaf->Step()) << "made without the variable: smdebug's file means nothing";
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "trainscope: training stopped on request of an smdebug rule at step ?: "
-                 "smdebug's rule stop file " + trial_dir +
-                 "/rule_stop (named by SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE)\n");
+  EXPECT_EQ(err,
+            "trainscope: training stopped on request of an smdebug rule at step ?: "
+            "smdebug's rule stop file " +
+                trial_dir + "/rule_stop (named by SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE)\n");
   EXPECT_TRUE(hook->StopRequested());
   EXPECT_EQ(hook->stop_reason().source, "smdebug");
   EXPECT_EQ(hook->stop_reason().time_micros, int64_t{1795255200} * 1000000);

@@ -2,10 +2,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "store/trial_check.h"
@@ -73,7 +73,7 @@ TEST_F(HookTest, StepCountersStartAtMinusOneAndFollowModes) {
   EXPECT_EQ(hook->mode_step(), 5);
   hook->SetMode(Mode::kEval);
   hook->Step();
-  EXPECT_EQ(hook->step(), 6);   // the global step keeps counting
+  EXPECT_EQ(hook->step(), 6);       // the global step keeps counting
   EXPECT_EQ(hook->mode_step(), 0);  // EVAL step 0 is global step 6
   hook->Step();
   hook->Step();
@@ -221,7 +221,8 @@ TEST_F(HookTest, LossesAreRawOnlyAndSaveShapeGoesToTheIndex) {
   HookConfig c = Config();
   c.include_collections = {"weights"};
   c.save_config = SaveConfig(SaveConfigMode{.save_interval = 1});
-  c.reduction_config = *ReductionConfig::Parse("max", /*save_raw_tensor=*/false, /*save_shape=*/true);
+  c.reduction_config =
+      *ReductionConfig::Parse("max", /*save_raw_tensor=*/false, /*save_shape=*/true);
   auto hook = MakeHook(std::move(c));
   FloatTensor loss = Make({}, 2);
   FloatTensor w = Make({4, 2}, 0);
@@ -279,13 +280,13 @@ TEST_F(HookTest, IncludedCollectionThatMatchesNothingIsSkippedWithOneWarning) {
                                         "'weights'?); known: all, biases, default, gradients, "
                                         "later, losses, weights. It is skipped"));
   EXPECT_THAT(err, ::testing::HasSubstr("collection 'relu_activations' is not defined"));
-  EXPECT_EQ(err.find("'later'"), err.rfind("'later'"));  // only in the known list
+  EXPECT_EQ(err.find("'later'"), err.rfind("'later'"));          // only in the known list
   EXPECT_EQ(err.find("'weight' is"), err.rfind("'weight' is"));  // once, not at every step
   EXPECT_EQ(hook->stats().errors, 0);
   EXPECT_THAT(hook->saved_collections(), UnorderedElementsAre("weights", "later", "losses"));
   ASSERT_TRUE(hook->Close().ok());
-  EXPECT_THAT(Read()[0].tensors, UnorderedElementsAre(::testing::Key("a.weight"),
-                                                      ::testing::Key("b")));
+  EXPECT_THAT(Read()[0].tensors,
+              UnorderedElementsAre(::testing::Key("a.weight"), ::testing::Key("b")));
   // A collection that exists but matches nothing is named as such.
   HookConfig d = Config();
   d.quiet = false;
@@ -358,8 +359,8 @@ TEST_F(HookTest, IncludeWorkersAllWritesTheEndMarkerWhenTheLastWorkerCloses) {
   EXPECT_TRUE(Ended());
   for (const char* w : {"worker_0", "worker_1", "worker_2"}) {
     EXPECT_EQ(Read(w)[0].tensors.count("MSELoss_output_0"), 1u) << w;
-    auto j = nlohmann::json::parse(
-        *env_->ReadFile("/trial/" + trial_format::CollectionsFilePath(w)));
+    auto j =
+        nlohmann::json::parse(*env_->ReadFile("/trial/" + trial_format::CollectionsFilePath(w)));
     EXPECT_EQ(j["_meta"]["num_workers"], 3);
   }
 }
@@ -478,8 +479,7 @@ TEST_F(HookTest, SavedBeforeTheFirstStepLandsInStepZeroWithItsWallTime) {
   EXPECT_EQ(v[0], 10);
   EXPECT_EQ(v[1], 1);
   EXPECT_THAT(hook->collections().Get("default")->tensor_names(), ElementsAre("early"));
-  auto events =
-      ReadEventFile("/trial/" + trial_format::EventFilePath(0, "worker_0"), env_.get());
+  auto events = ReadEventFile("/trial/" + trial_format::EventFilePath(0, "worker_0"), env_.get());
   ASSERT_TRUE(events.ok()) << events.status().ToString();
   int scalars = 0;
   for (const EventFileTensor& e : *events) {

@@ -46,8 +46,8 @@ TEST(Crc32cTest, CopyAndExtendCopiesEveryByteAndMatchesExtend) {
   std::vector<uint8_t> src((size_t{5} << 20) + 64);
   for (auto& b : src) b = static_cast<uint8_t>(rng());
   // Lengths around the 48 KiB block and its lanes, at odd offsets on both sides.
-  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{49151}, size_t{49152},
-                   size_t{49153}, size_t{98304 + 13}, size_t{199990},
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, size_t{49151}, size_t{49152}, size_t{49153},
+                   size_t{98304 + 13}, size_t{199990},
                    // the non-temporal path (>= 512 KiB): whole and partial 12 KiB rounds
                    size_t{512} << 10, (size_t{1} << 20) + 13,
                    // 1 MiB pieces over the helper threads (>= 2 MiB), the last one partial

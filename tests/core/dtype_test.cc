@@ -35,8 +35,8 @@ TEST(DTypeTest, HalfKnownValues) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xC000);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);  // rounds to inf
-  EXPECT_EQ(FloatToHalf(5.960464477539063e-08f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7C00);                  // rounds to inf
+  EXPECT_EQ(FloatToHalf(5.960464477539063e-08f), 0x0001);    // smallest subnormal
   EXPECT_EQ(FloatToHalf(2.98023223876953125e-08f), 0x0000);  // exact tie rounds to even (0)
   EXPECT_EQ(FloatToHalf(0.333333343f), 0x3555);
   EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(NAN))));

@@ -168,8 +168,8 @@ TEST(ReductionsTest, NamesParseAndFormat) {
 }
 
 TEST(HistogramTest, CountsEveryFiniteValueOnce) {
-  std::vector<double> x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                           std::numeric_limits<double>::quiet_NaN()};
+  std::vector<double> x = {0, 1, 2, 3, 4,  5,
+                           6, 7, 8, 9, 10, std::numeric_limits<double>::quiet_NaN()};
   TensorView v{DType::kF64, x.data(), {12}, {}, {}};
   auto h = ComputeHistogram(v, 5);
   ASSERT_TRUE(h.ok());
@@ -200,8 +200,8 @@ TEST(ReductionsTest, Float32KernelAgreesWithThePortableLoop) {
   // Without std/variance, a block's sums accumulate in float32 runs of 16 values per lane
   // (reductions.h): within 16 float32 epsilons of the sum of |x| (of x^2 for l2).
   constexpr double kFloatSums = 16 * 0x1p-24;
-  auto close = [&](const std::string& r, const TensorStats& fast, const TensorStats& ref,
-                   double a, double b) {
+  auto close = [&](const std::string& r, const TensorStats& fast, const TensorStats& ref, double a,
+                   double b) {
     if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) return near(a, b);
     double scale = 0;
     if (r == "sum" || r == "l1") scale = ref.abs_sum;
@@ -285,8 +285,8 @@ TEST(ReductionsTest, Float32KernelKeepsPrecisionAtTheEdges) {
   for (auto& v : huge) v = d(rng) * 1e30f;   // x^2 overflows float32
   check(tiny, "tiny");
   check(huge, "huge");
-  EXPECT_GT(*ComputeReduction(
-                TensorView{DType::kF32, tiny.data(), {5000}, {}, {}}, *ParseReduction("l2")),
+  EXPECT_GT(*ComputeReduction(TensorView{DType::kF32, tiny.data(), {5000}, {}, {}},
+                              *ParseReduction("l2")),
             1e-24);
   std::vector<float> constant(10000, 0.1f);
   TensorView cv{DType::kF32, constant.data(), {10000}, {}, {}};
@@ -308,7 +308,6 @@ TEST(ReductionsTest, NeedsFollowTheReductions) {
   EXPECT_TRUE(c.abs_m2);
   EXPECT_FALSE(c.m2 || c.prod);
 }
-
 
 // FieldsRead is the one table of what each reduction reads: a TensorStats holding only those
 // fields (and count) of a full ComputeStats, every other field poisoned, gives every reduction

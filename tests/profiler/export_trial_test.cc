@@ -78,10 +78,10 @@ TEST(ExportTrialTest, OurWritersProduceAReadableTrialAndAValidMergedTrace) {
   ASSERT_TRUE((*tl)->Close().ok());
   ASSERT_GT((*tl)->finished_files().size(), 3u);
 
-  test_util::WriteAll(dir + "/rule-output/StepOutlier/events.jsonl",
-                      "{\"kind\":\"finding\",\"rule\":\"StepOutlier\",\"time_us\":" +
-                          std::to_string(kT0 + 500000) +
-                          ",\"step\":5,\"explanation\":\"step 5 is an outlier\"}\n");
+  test_util::WriteAll(
+      dir + "/rule-output/StepOutlier/events.jsonl",
+      "{\"kind\":\"finding\",\"rule\":\"StepOutlier\",\"time_us\":" + std::to_string(kT0 + 500000) +
+          ",\"step\":5,\"explanation\":\"step 5 is an outlier\"}\n");
 
   auto merged = MergeTimeline(env, dir, dir + "/merged_trace.json");
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();

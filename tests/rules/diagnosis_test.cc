@@ -52,15 +52,17 @@ TEST(Diagnose, SimultaneousFindingsLeadWithTheMostUpstream) {
 }
 
 TEST(Diagnose, LossNotLearningIsDownstreamOfAFrozenModelButADivergenceIsNot) {
-  auto d = Diagnose({F("LossNotDecreasing", 39, "no drop below the initial level and no "
-                                                 "downward trend"),
+  auto d = Diagnose({F("LossNotDecreasing", 39,
+                       "no drop below the initial level and no "
+                       "downward trend"),
                      F("UnchangedTensor", 40)});
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].cause.rule, "UnchangedTensor");
   EXPECT_EQ(d[0].stage, "gradients");
   EXPECT_EQ(d[0].evidence.size(), 1u);
-  d = Diagnose({F("LossNotDecreasing", 5, "window mean rose by more than "
-                                           "increase_threshold_percent, significantly"),
+  d = Diagnose({F("LossNotDecreasing", 5,
+                  "window mean rose by more than "
+                  "increase_threshold_percent, significantly"),
                 F("UnchangedTensor", 40)});
   EXPECT_EQ(d[0].cause.rule, "LossNotDecreasing");
   EXPECT_EQ(d[0].stage, "divergence");
@@ -76,8 +78,8 @@ TEST(Diagnose, BadInputLeadsEverythingDownstream) {
 }
 
 TEST(Diagnose, ProfilerAndCustomFindingsAreDiagnosesOfTheirOwn) {
-  auto d = Diagnose({F("StepOutlier", -1), F("MyRule", 3), F("ExplodingTensor", 4),
-                     F("DeadRelu", 50)});
+  auto d =
+      Diagnose({F("StepOutlier", -1), F("MyRule", 3), F("ExplodingTensor", 4), F("DeadRelu", 50)});
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].cause.rule, "ExplodingTensor");
   EXPECT_EQ(Rules(d[0].evidence), (std::vector<std::string>{"DeadRelu"}));
@@ -87,10 +89,14 @@ TEST(Diagnose, ProfilerAndCustomFindingsAreDiagnosesOfTheirOwn) {
 }
 
 TEST(Diagnose, EveryFindingAppearsOnce) {
-  std::vector<FindingSummary> in = {
-      F("Overfit", 100),          F("DeadRelu", 20),          F("CheckInputImages", 60),
-      F("VanishingGradient", 5),  F("ExplodingTensor", 70),   F("LowGPUUtilization", -1),
-      F("SaturatedActivation", 21), F("WeightUpdateRatio", 90)};
+  std::vector<FindingSummary> in = {F("Overfit", 100),
+                                    F("DeadRelu", 20),
+                                    F("CheckInputImages", 60),
+                                    F("VanishingGradient", 5),
+                                    F("ExplodingTensor", 70),
+                                    F("LowGPUUtilization", -1),
+                                    F("SaturatedActivation", 21),
+                                    F("WeightUpdateRatio", 90)};
   size_t n = 0;
   for (const auto& d : Diagnose(in)) n += 1 + d.evidence.size();
   EXPECT_EQ(n, in.size());

@@ -47,7 +47,7 @@ inline double SpecValue(const Json& spec, int64_t k, int64_t n, std::mt19937_64&
   if (spec.contains("spike")) {
     const Json& s = spec["spike"];
     return k % s["every"].get<int64_t>() == s["every"].get<int64_t>() - 1 ? s["value"].get<double>()
-                                                                         : s["base"].get<double>();
+                                                                          : s["base"].get<double>();
   }
   ADD_FAILURE() << "value spec without a generator: " << spec.dump();
   return 0;
@@ -115,8 +115,8 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
             m.index = g;
             m.utilization_percent = pick("gpu_util", 50);
             m.memory_total_bytes = uint64_t{80} << 30;
-            m.memory_used_bytes = static_cast<uint64_t>(
-                pick("gpu_mem", 40) / 100.0 * static_cast<double>(*m.memory_total_bytes));
+            m.memory_used_bytes = static_cast<uint64_t>(pick("gpu_mem", 40) / 100.0 *
+                                                        static_cast<double>(*m.memory_total_bytes));
             s.sample.gpus.push_back(m);
           }
           samples->push_back(std::move(s));
@@ -136,13 +136,16 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       int64_t t = t0;
       while (true) {
         int64_t d = ms;
-        if (jitter > 0) d = std::max<int64_t>(1, static_cast<int64_t>(ms * (1 + jitter * noise(rng))));
+        if (jitter > 0)
+          d = std::max<int64_t>(1, static_cast<int64_t>(ms * (1 + jitter * noise(rng))));
         if (every > 0 && step % every == every - 1) d += stall_us;
         if (t + data_us + d > t0 + dur_us) break;
         for (int w = 0; w < workers; ++w) {
-          spans->push_back({"DataLoaderWorker", "DataLoaderWorker", t, std::max<int64_t>(data_us, 1)});
+          spans->push_back(
+              {"DataLoaderWorker", "DataLoaderWorker", t, std::max<int64_t>(data_us, 1)});
         }
-        if (data_us > 0) spans->push_back({"DataLoaderIter", "DataLoaderIter::GetNext", t, data_us, step});
+        if (data_us > 0)
+          spans->push_back({"DataLoaderIter", "DataLoaderIter::GetNext", t, data_us, step});
         t += data_us;
         spans->push_back({phase, "Step", t, d, step});
         spans->push_back({"Forward", "forward", t, d / 3, step});
@@ -170,7 +173,8 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
   ProfilerCaseOutcome out;
   std::map<std::string, std::string> params;
   if (c.contains("params")) {
-    for (const auto& [k, v] : c["params"].items()) params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    for (const auto& [k, v] : c["params"].items())
+      params[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
   auto rule = CreateRule(rule_name, params);
   if (!rule.ok()) {
@@ -223,7 +227,8 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
     clock_us = std::min(t, end_us);
     for (; si < samples.size() && samples[si].ts_us < clock_us; ++si) {
       const SimSample& s = samples[si];
-      const std::string path = base + "/" +
+      const std::string path =
+          base + "/" +
           profiler_format::SystemMetricsFilePath(s.ts_us / 1000000, std::stoi(s.node.substr(5)));
       std::filesystem::create_directories(std::filesystem::path(path).parent_path());
       std::string lines;

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 #include <filesystem>
+#include <set>
 
 #include "case_files.h"
 #include "prof_case.h"
@@ -92,8 +92,7 @@ TEST_P(ProfilerRuleCaseTest, Verdict) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ProfilerRuleCaseTest,
-                         ::testing::ValuesIn(ListCaseFiles("profiler_cases")),
-                         CaseTestName);
+                         ::testing::ValuesIn(ListCaseFiles("profiler_cases")), CaseTestName);
 
 // Every profiler rule has a case where it stays quiet, one where it fires (except the summary
 // rules, which never fire) and, for the GPU rules, one on data without GPUs.

@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <functional>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -93,8 +93,8 @@ inline int64_t UnitOf(const std::vector<int64_t>& shape, int64_t i, int64_t* uni
 
 struct GenContext {
   std::mt19937_64* rng;
-  int64_t k;        // index of the step in its group
-  int64_t n;        // steps in the group
+  int64_t k;                                                // index of the step in its group
+  int64_t n;                                                // steps in the group
   std::map<std::string, std::vector<double>>* step_values;  // tensors of this step so far
 };
 
@@ -127,9 +127,10 @@ inline Generated Generate(const Json& spec, GenContext& c) {
   const bool numbered = spec.contains("fixed") && spec["fixed"].is_number();
   std::mt19937_64 own(numbered ? spec["fixed"].get<uint64_t>()
                                : std::hash<std::string>{}(seed_spec.dump()));
-  const bool fixed = numbered || (spec.contains("fixed") && spec["fixed"].is_boolean() &&
-                                  spec["fixed"].get<bool>()) ||
-                     (spec.contains("frozen_from") && c.k >= spec["frozen_from"].get<int64_t>());
+  const bool fixed =
+      numbered ||
+      (spec.contains("fixed") && spec["fixed"].is_boolean() && spec["fixed"].get<bool>()) ||
+      (spec.contains("frozen_from") && c.k >= spec["frozen_from"].get<int64_t>());
   std::mt19937_64* rng = fixed ? &own : c.rng;
   auto normal = [&](double m, double s) {
     std::normal_distribution<double> d(m, s);
@@ -375,8 +376,8 @@ inline void WriteStep(TrialWriter& w, const StepPlan& p, std::mt19937_64& rng) {
         auto value = ComputeReduction(v, *r);
         ASSERT_TRUE(value.ok());
         const double d = *value;
-        ASSERT_TRUE(w.AddTensor(ReductionTensorName(name, *r),
-                                TensorView::Scalar(DType::kF64, &d)).ok());
+        ASSERT_TRUE(
+            w.AddTensor(ReductionTensorName(name, *r), TensorView::Scalar(DType::kF64, &d)).ok());
       }
     }
   }
@@ -448,7 +449,8 @@ inline CaseOutcome RunCase(const Json& c, const std::string& rule_name) {
   const std::string other = tmp.path() + "/other";
   std::map<std::string, std::vector<std::string>> extra;
   if (c.contains("collections")) {
-    for (const auto& [k, v] : c["collections"].items()) extra[k] = v.get<std::vector<std::string>>();
+    for (const auto& [k, v] : c["collections"].items())
+      extra[k] = v.get<std::vector<std::string>>();
   }
   const std::string collections = CollectionsJson(extra);
   const uint64_t seed = c.value("seed", uint64_t{1});
@@ -501,8 +503,7 @@ inline CaseOutcome RunCase(const Json& c, const std::string& rule_name) {
   EXPECT_TRUE(done) << "the runner did not finish after the end marker";
 
   const std::string dir = runner.RuleOutputDir(rule_name);
-  std::stringstream events(
-      ReadText(dir + "/" + std::string(rule_output_format::kEventsFile)));
+  std::stringstream events(ReadText(dir + "/" + std::string(rule_output_format::kEventsFile)));
   for (std::string line; std::getline(events, line);) {
     if (line.empty()) continue;
     auto f = RuleFindingFromJson(line);

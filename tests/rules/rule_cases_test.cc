@@ -28,8 +28,7 @@ TEST_P(RuleCaseTest, Verdict) {
   if (expect.contains("create_error")) {
     ASSERT_FALSE(out.created) << "the rule was created, expected an error containing "
                               << expect["create_error"];
-    EXPECT_NE(out.create_error.find(expect["create_error"].get<std::string>()),
-              std::string::npos)
+    EXPECT_NE(out.create_error.find(expect["create_error"].get<std::string>()), std::string::npos)
         << out.create_error;
     return;
   }

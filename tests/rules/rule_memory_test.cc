@@ -47,15 +47,16 @@ TEST(RuleRunnerMemory, StaysFlatOverFiveThousandSteps) {
   RunnerStats at_half;
   for (int64_t s = 0; s < kSteps; ++s) {
     const bool eval = s % kEvalEvery == kEvalEvery - 1;
-    ASSERT_TRUE((*w)->BeginStep(s, eval ? Mode::kEval : Mode::kTrain,
-                                eval ? eval_step++ : train_step++).ok());
+    ASSERT_TRUE(
+        (*w)->BeginStep(s, eval ? Mode::kEval : Mode::kTrain, eval ? eval_step++ : train_step++)
+            .ok());
     // A noisy loss that keeps decreasing slowly, a gradient norm and a learning rate.
     const float loss = 3.0f / (1.0f + 0.001f * static_cast<float>(s)) *
                        (1.0f + 0.01f * static_cast<float>((s * 7919) % 13 - 6) / 6.0f);
     const float grad = 0.01f + 0.001f * static_cast<float>(s % 5);
     const float lr = 0.1f * static_cast<float>(s % 3 + 1);
-    ASSERT_TRUE((*w)->AddTensor("CrossEntropyLoss_output_0",
-                                TensorView::Scalar(DType::kF32, &loss)).ok());
+    ASSERT_TRUE(
+        (*w)->AddTensor("CrossEntropyLoss_output_0", TensorView::Scalar(DType::kF32, &loss)).ok());
     ASSERT_TRUE((*w)->AddTensor("gradient/fc.weight", TensorView::Scalar(DType::kF32, &grad)).ok());
     ASSERT_TRUE((*w)->AddTensor("lr", TensorView::Scalar(DType::kF32, &lr)).ok());
     ASSERT_TRUE((*w)->EndStep().ok());

@@ -245,8 +245,10 @@ TEST(RuleRunner, RulesSharingTensorsReadThemOnce) {
   RuleRunner shared(OpenTrial(path), ro);
   ASSERT_TRUE(shared.AddRule(Make("VanishingGradient")).ok());
   ASSERT_TRUE(shared.AddRule(Make("ExplodingTensor", {{"collection_names", "gradients"}})).ok());
-  ASSERT_TRUE(shared.AddRule(Make("TensorVariance", {{"collection_names", "gradients"},
-                                                    {"max_threshold", "100"}})).ok());
+  ASSERT_TRUE(shared
+                  .AddRule(Make("TensorVariance",
+                                {{"collection_names", "gradients"}, {"max_threshold", "100"}}))
+                  .ok());
   ASSERT_TRUE(shared.AddRule(Make("AllZero", {{"collection_names", "gradients"}})).ok());
   ASSERT_TRUE(shared.Run().ok());
   const RuleDataStats b = shared.stats().data;
@@ -305,8 +307,8 @@ TEST(RuleRunner, StatsAndStatesMayBeReadFromAnotherThread) {
     do {
       const RunnerStats st = runner.stats();
       // One snapshot: the step counters agree and only grow.
-      consistent = consistent && st.steps_evaluated >= last_seen &&
-                   st.last_step == st.steps_evaluated - 1;
+      consistent =
+          consistent && st.steps_evaluated >= last_seen && st.last_step == st.steps_evaluated - 1;
       last_seen = st.steps_evaluated;
       consistent = consistent && runner.states().size() == 3;
     } while (!done.load());
@@ -364,10 +366,9 @@ TEST(RuleRunner, ARuleThatCannotStartIsInError) {
   WriteTraining(*w, 0, 3, 100);
   ASSERT_TRUE(w->Close().ok());
   RuleRunner runner(OpenTrial(path));
-  ASSERT_TRUE(runner
-                  .AddRule(Make("SimilarAcrossRuns",
-                                {{"other_trials", tmp.path() + "/no_such_trial"}}))
-                  .ok());
+  ASSERT_TRUE(
+      runner.AddRule(Make("SimilarAcrossRuns", {{"other_trials", tmp.path() + "/no_such_trial"}}))
+          .ok());
   ASSERT_TRUE(runner.AddRule(Make("ExplodingTensor")).ok());
   ASSERT_TRUE(runner.Run().ok());
   Json st = ReadStatus(runner.RuleOutputDir("SimilarAcrossRuns"));
@@ -390,10 +391,10 @@ class GradientDropRule : public Rule {
   }
   Result<Verdict> InvokeAtStep(int64_t step) override {
     if (step == 0) return Verdict::NotMet();
-    TS_ASSIGN_OR_RETURN(double now, data().ReductionValue("gradient/fc1.weight", step,
-                                                           {ReductionOp::kMean, true}));
+    TS_ASSIGN_OR_RETURN(
+        double now, data().ReductionValue("gradient/fc1.weight", step, {ReductionOp::kMean, true}));
     TS_ASSIGN_OR_RETURN(double before, data().ReductionValue("gradient/fc1.weight", step - 1,
-                                                              {ReductionOp::kMean, true}));
+                                                             {ReductionOp::kMean, true}));
     ++evaluated;
     if (now < before / factor_) return Verdict::Met();  // bool-style verdict
     return Verdict::NotMet();

@@ -12,9 +12,9 @@
 namespace trainscope::event_codec {
 namespace {
 
-const DType kNumericDTypes[] = {DType::kF16,  DType::kBF16, DType::kF32,       DType::kF64,
-                                DType::kI8,   DType::kI16,  DType::kI32,       DType::kI64,
-                                DType::kU8,   DType::kU16,  DType::kU32,       DType::kU64,
+const DType kNumericDTypes[] = {DType::kF16,  DType::kBF16,      DType::kF32,       DType::kF64,
+                                DType::kI8,   DType::kI16,       DType::kI32,       DType::kI64,
+                                DType::kU8,   DType::kU16,       DType::kU32,       DType::kU64,
                                 DType::kBool, DType::kComplex64, DType::kComplex128};
 
 // Deterministic, dtype-valid bytes (bools are 0/1).
@@ -108,8 +108,8 @@ TEST(EventCodecTest, ContentIsAlignedForAnyPayloadOffset) {
   // Tags of many lengths push the nested length varints across size boundaries.
   for (size_t tag_len : {0, 1, 50, 100, 127, 128, 200, 16383, 16384}) {
     const std::string tag(tag_len, 't');
-    for (uint64_t content : {uint64_t{4}, uint64_t{100}, uint64_t{4096}, uint64_t{16384},
-                             uint64_t{2097152}}) {
+    for (uint64_t content :
+         {uint64_t{4}, uint64_t{100}, uint64_t{4096}, uint64_t{16384}, uint64_t{2097152}}) {
       for (DType t : {DType::kF32, DType::kF64, DType::kF16, DType::kU8}) {
         for (uint64_t off = 0; off < 70; off += 7) {
           const std::vector<int64_t> shape{static_cast<int64_t>(content / DTypeSize(t))};
@@ -135,7 +135,8 @@ TEST(EventCodecTest, ContentIsAlignedForAnyPayloadOffset) {
 }
 
 TEST(EventCodecTest, StringsRoundTrip) {
-  const std::vector<std::string_view> strings{"", "abc", "h\xc3\xa9llo", std::string_view("a\0b", 3)};
+  const std::vector<std::string_view> strings{"", "abc", "h\xc3\xa9llo",
+                                              std::string_view("a\0b", 3)};
   const std::vector<int64_t> shape{4};
   TensorEventSpec spec{3.0, 9, Mode::kPredict, 1, "names", DType::kString, shape};
   std::string payload;

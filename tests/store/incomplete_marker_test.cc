@@ -95,9 +95,9 @@ TEST(IncompleteMarkerTest, PlantedEventsLinkIsRefusedAndRecorded) {
 TEST(IncompleteMarkerTest, DamagedMarkersAreUnreadableNotFatal) {
   TempDir tmp;
   const std::string dir = tmp.path();
-  std::ofstream(dir + "/incomplete_a.json").close();                            // empty
+  std::ofstream(dir + "/incomplete_a.json").close();                           // empty
   ASSERT_EQ(::symlink("/dev/zero", (dir + "/incomplete_b.json").c_str()), 0);  // link
-  ASSERT_EQ(::mkfifo((dir + "/incomplete_c.json").c_str(), 0644), 0);         // FIFO: no hang
+  ASSERT_EQ(::mkfifo((dir + "/incomplete_c.json").c_str(), 0644), 0);          // FIFO: no hang
   std::ofstream(dir + "/incomplete_d.json") << "[1, 2";                        // not JSON
   std::ofstream(dir + "/incomplete_e.json") << std::string(100000, ' ');       // too large
   std::ofstream(dir + "/incomplete_f.json.tmp") << "{}";                       // not a marker

@@ -142,9 +142,9 @@ TEST(IndexFileTest, RandomMutationsNeverCrash) {
 TEST(IndexFileTest, Utf8Validation) {
   EXPECT_TRUE(IsValidUtf8("plain"));
   EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xc3"));            // truncated
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));        // overlong
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));    // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
   EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
   EXPECT_FALSE(IsValidUtf8("\xff"));
 }

@@ -24,7 +24,7 @@ struct ReadTensor {
   std::vector<std::string> strings;  // kString
   Mode mode = Mode::kGlobal;
   int64_t mode_step = 0;
-  uint64_t content_offset = 0;       // of the tensor bytes in the event file
+  uint64_t content_offset = 0;  // of the tensor bytes in the event file
 };
 
 struct ReadStep {

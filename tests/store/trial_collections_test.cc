@@ -31,8 +31,7 @@ TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
        {"", "{", "[]", R"({"collections": []})", R"({"_meta": {"num_workers": 2}})",
         R"({"collections": {}, "_meta": {"num_workers": 0}})",
         R"({"collections": {}, "_meta": {"num_workers": "2"}})",
-        R"({"collections": {"a": {"tensor_names": [1]}}})",
-        R"({"collections": {"a": 3e3631}})"}) {
+        R"({"collections": {"a": {"tensor_names": [1]}}})", R"({"collections": {"a": 3e3631}})"}) {
     auto c = ParseCollectionsFile(text, "bad.json");
     EXPECT_EQ(c.status().code(), StatusCode::kCorruption) << text;
     EXPECT_NE(c.status().message().find("bad.json"), std::string::npos) << text;

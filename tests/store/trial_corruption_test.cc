@@ -1,7 +1,6 @@
 // Damaged trials: corrupt or truncated event files and index files give Corruption (naming the
 // file and the byte offset) or NotFound, never a crash; undamaged steps still read.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <fstream>
@@ -149,8 +148,8 @@ TEST_F(TrialCorruptionTest, DamagedAndOversizedIndexFilesAreListedOnce) {
   EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
   const std::vector<std::string> damaged = t->DamagedIndexFiles();
   ASSERT_EQ(damaged.size(), 2u);
-  const std::string& big = damaged[0].find("000000000008") != std::string::npos ? damaged[0]
-                                                                              : damaged[1];
+  const std::string& big =
+      damaged[0].find("000000000008") != std::string::npos ? damaged[0] : damaged[1];
   EXPECT_NE(big.find("4294967296 bytes"), std::string::npos) << big;
   EXPECT_NE(big.find("not read"), std::string::npos) << big;
   EXPECT_TRUE(t->Refresh().ok());  // not read again

@@ -27,7 +27,8 @@ constexpr int64_t kElems = 64;
 
 // Runs in the forked child: writes `steps` steps (forever if steps < 0) of tensors "a" and "b",
 // `delay` apart, then closes (end marker) and exits. Never returns.
-[[noreturn]] void WriterProcess(const std::string& dir, int64_t steps, std::chrono::milliseconds delay) {
+[[noreturn]] void WriterProcess(const std::string& dir, int64_t steps,
+                                std::chrono::milliseconds delay) {
   WriterOptions o;
   o.quiet = true;
   auto w = TrialWriter::Open(dir, o);

@@ -35,10 +35,10 @@ TEST(TrialFormatTest, ParseStepFileName) {
 }
 
 TEST(TrialFormatTest, ParseRejectsOtherNames) {
-  for (const char* bad : {"", ".json", "worker_0.json", "_worker_0.json", "000000000002_.json",
-                          "000000000002_worker_0.json.tmp", "00000000000x_w.json",
-                          "000000000002_worker_0.txt", "99999999999999999999999_w.json",
-                          "000000000002worker.json"}) {
+  for (const char* bad :
+       {"", ".json", "worker_0.json", "_worker_0.json", "000000000002_.json",
+        "000000000002_worker_0.json.tmp", "00000000000x_w.json", "000000000002_worker_0.txt",
+        "99999999999999999999999_w.json", "000000000002worker.json"}) {
     EXPECT_FALSE(ParseStepFileName(bad).has_value()) << bad;
   }
 }

@@ -1,9 +1,8 @@
 // FastParseIndexFile: the reader's fast index parser agrees with ParseIndexFile wherever it
 // accepts a file, and declines (so ParseIndexFile decides) everything outside its subset.
-#include "store/index_fast_parser.h"
-
 #include <gtest/gtest.h>
 
+#include "store/index_fast_parser.h"
 #include "store/index_file.h"
 
 namespace trainscope {
@@ -30,8 +29,9 @@ void ExpectSame(std::string_view text) {
   for (size_t i = 0; i < fast.shapes.size(); ++i) {
     EXPECT_EQ(fast.shapes[i].tensorname, slow->shapes[i].tensorname);
     EXPECT_EQ(fast.shapes[i].originalname, slow->shapes[i].originalname);
-    std::vector<int64_t> dims(fast.dims.begin() + fast.shapes[i].first_dim,
-                              fast.dims.begin() + fast.shapes[i].first_dim + fast.shapes[i].num_dims);
+    std::vector<int64_t> dims(
+        fast.dims.begin() + fast.shapes[i].first_dim,
+        fast.dims.begin() + fast.shapes[i].first_dim + fast.shapes[i].num_dims);
     EXPECT_EQ(dims, slow->shapes[i].shape);
   }
 }
@@ -62,44 +62,73 @@ TEST(IndexFastParserTest, AgreesOnWhatTheWriterWrites) {
 
 TEST(IndexFastParserTest, AgreesOnSmdebugLayouts) {
   // As smdebug's IndexWriter writes them (json.dumps), and compact, and with extra keys.
-  ExpectSame(R"({"meta": {"mode": "TRAIN", "mode_step": 2, "event_file_name": "events/000000000002/000000000002_worker_0.tfevents"}, "tensor_payload": [{"tensorname": "smdebug/reductions/mean/x", "start_idx": 0, "length": 112}, {"tensorname": "x", "start_idx": 112, "length": 645}], "shape_payload": [{"tensorname": "x", "originalname": "x", "shape": [16, 8]}]})");
-  ExpectSame(R"({"meta":{"mode":"GLOBAL","mode_step":-3,"event_file_name":"e"},"tensor_payload":[]})");
-  ExpectSame("{\n \"meta\": {\"mode\": \"ModeKeys.PREDICT\", \"mode_step\": 0, \"extra\": null},\n"
-             " \"shape_payload\": [{\"tensorname\": \"s\", \"shape\": [0, -1], \"x\": true}],"
-             " \"version\": 2}\n");
+  ExpectSame(
+      R"({"meta": {"mode": "TRAIN", "mode_step": 2, "event_file_name": "events/000000000002/000000000002_worker_0.tfevents"}, "tensor_payload": [{"tensorname": "smdebug/reductions/mean/x", "start_idx": 0, "length": 112}, {"tensorname": "x", "start_idx": 112, "length": 645}], "shape_payload": [{"tensorname": "x", "originalname": "x", "shape": [16, 8]}]})");
+  ExpectSame(
+      R"({"meta":{"mode":"GLOBAL","mode_step":-3,"event_file_name":"e"},"tensor_payload":[]})");
+  ExpectSame(
+      "{\n \"meta\": {\"mode\": \"ModeKeys.PREDICT\", \"mode_step\": 0, \"extra\": null},\n"
+      " \"shape_payload\": [{\"tensorname\": \"s\", \"shape\": [0, -1], \"x\": true}],"
+      " \"version\": 2}\n");
   // event_file_name: read only when tensors are listed, or when tensor_payload is absent.
-  ExpectSame(R"({"meta": {"mode": "EVAL", "mode_step": 1, "event_file_name": "/abs"}, "shape_payload": []})");
-  ExpectSame(R"({"meta": {"mode": "EVAL", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [], "shape_payload": []})");
-  ExpectSame(R"({"meta": {"mode": "3", "mode_step": 9223372036854775807}, "shape_payload": [{"tensorname": "t", "shape": [-9223372036854775808]}]})");
-  ExpectSame(R"({"meta": {"mode": "TRAIN", "mode_step": 0, "event_file_name": "e"}, "tensor_payload": [{"length": 4611686018427387904, "start_idx": 0, "tensorname": "", "crc32c": 4294967295}]})");
+  ExpectSame(
+      R"({"meta": {"mode": "EVAL", "mode_step": 1, "event_file_name": "/abs"}, "shape_payload": []})");
+  ExpectSame(
+      R"({"meta": {"mode": "EVAL", "mode_step": 1, "event_file_name": "e"}, "tensor_payload": [], "shape_payload": []})");
+  ExpectSame(
+      R"({"meta": {"mode": "3", "mode_step": 9223372036854775807}, "shape_payload": [{"tensorname": "t", "shape": [-9223372036854775808]}]})");
+  ExpectSame(
+      R"({"meta": {"mode": "TRAIN", "mode_step": 0, "event_file_name": "e"}, "tensor_payload": [{"length": 4611686018427387904, "start_idx": 0, "tensorname": "", "crc32c": 4294967295}]})");
 }
 
 TEST(IndexFastParserTest, DeclinesWhatItDoesNotHandle) {
   const std::string meta = R"("meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "e"})";
   auto with = [&](const std::string& payload) { return "{" + meta + ", " + payload + "}"; };
   // Valid files outside the subset.
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a\"b", "start_idx": 0, "length": 1}])"), true);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "\u00e9", "start_idx": 0, "length": 1}])"), true);
-  ExpectDeclined(with("\"tensor_payload\": [{\"tensorname\": \"\xc3\xa9\", \"start_idx\": 0, \"length\": 1}]"), true);
+  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a\"b", "start_idx": 0, "length": 1}])"),
+                 true);
+  ExpectDeclined(
+      with(R"("tensor_payload": [{"tensorname": "\u00e9", "start_idx": 0, "length": 1}])"), true);
+  ExpectDeclined(
+      with("\"tensor_payload\": [{\"tensorname\": \"\xc3\xa9\", \"start_idx\": 0, \"length\": 1}]"),
+      true);
   ExpectDeclined(R"({"meta": {"mode": "TRAIN", "mode_step": "7"}, "shape_payload": []})", true);
   ExpectDeclined(with(R"("tensor_payload": null, "shape_payload": [])"), true);
   ExpectDeclined(with(R"("shape_payload": [], "other": {"a": [1]})"), true);
-  ExpectDeclined(with(R"("shape_payload": [{"tensorname": "t", "originalname": 5, "shape": [1]}])"), true);
+  ExpectDeclined(with(R"("shape_payload": [{"tensorname": "t", "originalname": 5, "shape": [1]}])"),
+                 true);
   ExpectDeclined(with(R"("shape_payload": [{"tensorname": "t", "shape": ["2"]}])"), true);
   // Invalid files: the full parser reports them.
   ExpectDeclined("", false);
   ExpectDeclined("[1]", false);
   ExpectDeclined(with(R"("tensor_payload": [])") + " x", false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 01, "length": 1}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 1.0, "length": 1}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": -1, "length": 1}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": -0, "length": 1}])"), false);
+  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 01, "length": 1}])"),
+                 false);
+  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 1.0, "length": 1}])"),
+                 false);
+  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": -1, "length": 1}])"),
+                 false);
+  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": -0, "length": 1}])"),
+                 false);
   ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 0}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1, "crc32c": 4294967296}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 99999999999999999999, "length": 1}])"), false);
-  ExpectDeclined(with(R"("tensor_payload": [{"tensorname": "a", "start_idx": 4611686018427387905, "length": 1}])"), false);
-  ExpectDeclined(R"({"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "../x"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]})", false);
-  ExpectDeclined(R"({"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]})", false);
+  ExpectDeclined(
+      with(
+          R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1, "crc32c": 4294967296}])"),
+      false);
+  ExpectDeclined(
+      with(
+          R"("tensor_payload": [{"tensorname": "a", "start_idx": 99999999999999999999, "length": 1}])"),
+      false);
+  ExpectDeclined(
+      with(
+          R"("tensor_payload": [{"tensorname": "a", "start_idx": 4611686018427387905, "length": 1}])"),
+      false);
+  ExpectDeclined(
+      R"({"meta": {"mode": "TRAIN", "mode_step": 1, "event_file_name": "../x"}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]})",
+      false);
+  ExpectDeclined(
+      R"({"meta": {"mode": "TRAIN", "mode_step": 1}, "tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 1}]})",
+      false);
   ExpectDeclined(R"({"meta": {"mode": "WARMUP", "mode_step": 1}, "shape_payload": []})", false);
   ExpectDeclined(R"({"meta": {}, "shape_payload": []})", false);
   ExpectDeclined(R"({"meta": {"mode": "TRAIN", "mode_step": 1}})", false);

@@ -1,11 +1,10 @@
 // IndexScanner: each index file handed out once, by listing (MemEnv, POSIX) or inotify.
-#include "store/index_scanner.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <memory>
 
+#include "store/index_scanner.h"
 #include "trial_test_util.h"
 
 namespace trainscope {
@@ -22,8 +21,8 @@ std::vector<int64_t> StepsOf(const std::vector<FoundIndexFile>& f) {
 
 void PutIndex(Env* env, const std::string& root, int64_t step, const std::string& worker) {
   char name[64];
-  snprintf(name, sizeof(name), "index/%09lld/%012lld_%s.json",
-           static_cast<long long>(step / 1000), static_cast<long long>(step), worker.c_str());
+  snprintf(name, sizeof(name), "index/%09lld/%012lld_%s.json", static_cast<long long>(step / 1000),
+           static_cast<long long>(step), worker.c_str());
   PutFile(env, JoinPath(root, name), "{}");
 }
 

@@ -35,9 +35,9 @@ std::string PatternBytes(DType t, int64_t n) {
 
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  const DType numeric[] = {DType::kF16, DType::kBF16, DType::kF32,  DType::kF64,
-                           DType::kI8,  DType::kI16,  DType::kI32,  DType::kI64,
-                           DType::kU8,  DType::kU16,  DType::kU32,  DType::kU64,
+  const DType numeric[] = {DType::kF16,  DType::kBF16,      DType::kF32,       DType::kF64,
+                           DType::kI8,   DType::kI16,       DType::kI32,       DType::kI64,
+                           DType::kU8,   DType::kU16,       DType::kU32,       DType::kU64,
                            DType::kBool, DType::kComplex64, DType::kComplex128};
   for (DType t : numeric) {
     const std::string n(DTypeName(t));
@@ -45,7 +45,8 @@ std::vector<Case> AllCases() {
     cases.push_back({n + "/scalar", t, {}, PatternBytes(t, 1), {}});
     cases.push_back({n + "/empty", t, {2, 0, 3}, "", {}});
   }
-  cases.push_back({"float32/large", DType::kF32, {1 << 18, 4}, PatternBytes(DType::kF32, 1 << 20), {}});
+  cases.push_back(
+      {"float32/large", DType::kF32, {1 << 18, 4}, PatternBytes(DType::kF32, 1 << 20), {}});
   cases.push_back({"string/vector", DType::kString, {4}, "", {"a", "", "h\xc3\xa9llo", "x y z"}});
   cases.push_back({"string/empty", DType::kString, {0}, "", {}});
   return cases;
@@ -87,8 +88,9 @@ void CheckCases(Env* env, const std::string& dir, const std::vector<Case>& cases
     if (!c.bytes.empty()) {
       EXPECT_EQ(std::memcmp(v->data, c.bytes.data(), c.bytes.size()), 0);
       // Aligned for the element type, and kept alive by the tensor itself.
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(v->data) % std::min<size_t>(8, DTypeSize(c.dtype) /
-                                                            (IsComplex(c.dtype) ? 2 : 1)), 0u);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(v->data) %
+                    std::min<size_t>(8, DTypeSize(c.dtype) / (IsComplex(c.dtype) ? 2 : 1)),
+                0u);
       EXPECT_NE(v->keepalive, nullptr);
     }
     auto shape = t.Shape(c.name, 0);

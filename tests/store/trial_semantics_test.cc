@@ -43,7 +43,8 @@ TEST_F(TrialSemanticsTest, ModesAndModeSteps) {
       if (ms % 2 != 0) continue;
       ASSERT_TRUE(w->BeginStep(global, mode, ms).ok());
       auto v = Pattern(global, 4, 0);
-      ASSERT_TRUE(w->AddTensor(mode == Mode::kTrain ? "fc.weight" : "eval_only", FloatView(v)).ok());
+      ASSERT_TRUE(
+          w->AddTensor(mode == Mode::kTrain ? "fc.weight" : "eval_only", FloatView(v)).ok());
       ASSERT_TRUE(w->AddTensor("loss", FloatView(v)).ok());
       ASSERT_TRUE(w->EndStep().ok());
     }
@@ -80,8 +81,8 @@ TEST_F(TrialSemanticsTest, NamesRegexAndCollections) {
   auto w = OpenWriter(env_.get(), dir_);
   ASSERT_TRUE(w->BeginStep(0, Mode::kTrain, 0).ok());
   auto v = Pattern(0, 3, 0);
-  for (const char* n : {"Net_fc1.weight", "Net_fc1.bias", "gradient/Net_fc1.weight", "loss",
-                        "relu_output_0"}) {
+  for (const char* n :
+       {"Net_fc1.weight", "Net_fc1.bias", "gradient/Net_fc1.weight", "loss", "relu_output_0"}) {
     ASSERT_TRUE(w->AddTensor(n, FloatView(v)).ok());
   }
   ASSERT_TRUE(w->AddTensor(ReductionTensorName("relu_output_0", {ReductionOp::kMean, false}),
@@ -91,9 +92,9 @@ TEST_F(TrialSemanticsTest, NamesRegexAndCollections) {
   ASSERT_TRUE(w->WriteCollections(CollectionsJson(1)).ok());
   ASSERT_TRUE(w->Close().ok());
   auto t = Open();
-  EXPECT_EQ(*t->TensorNames(), (std::vector<std::string>{"Net_fc1.bias", "Net_fc1.weight",
-                                                          "gradient/Net_fc1.weight", "loss",
-                                                          "relu_output_0"}));
+  EXPECT_EQ(*t->TensorNames(),
+            (std::vector<std::string>{"Net_fc1.bias", "Net_fc1.weight", "gradient/Net_fc1.weight",
+                                      "loss", "relu_output_0"}));
   // Search semantics (re.search): "weight" matches anywhere; anchors work.
   EXPECT_EQ(*t->TensorNames(Mode::kGlobal, std::nullopt, "weight"),
             (std::vector<std::string>{"Net_fc1.weight", "gradient/Net_fc1.weight"}));
@@ -129,10 +130,12 @@ TEST_F(TrialSemanticsTest, ReductionsSavedAndComputed) {
   // A saved reduction whose value differs from the computed one shows which was used.
   const float saved_mean = 42;
   ASSERT_TRUE(w->AddTensor(ReductionTensorName("x", {ReductionOp::kMean, false}),
-                           TensorView::Scalar(DType::kF32, &saved_mean)).ok());
+                           TensorView::Scalar(DType::kF32, &saved_mean))
+                  .ok());
   const double saved_abs_max = 3;
   ASSERT_TRUE(w->AddTensor(ReductionTensorName("only_reduced", {ReductionOp::kMax, true}),
-                           TensorView::Scalar(DType::kF64, &saved_abs_max)).ok());
+                           TensorView::Scalar(DType::kF64, &saved_abs_max))
+                  .ok());
   ASSERT_TRUE(w->EndStep().ok());
   ASSERT_TRUE(w->WriteCollections(CollectionsJson(1)).ok());
   ASSERT_TRUE(w->Close().ok());
@@ -301,8 +304,7 @@ TEST_F(TrialSemanticsTest, OpenErrors) {
 
 TEST_F(TrialSemanticsTest, WaitsForEveryWorkersCollections) {
   WriteSteps(env_.get(), dir_, "worker_0", {0}, 2, false);
-  EXPECT_EQ(Trial::Open(dir_, FastOptions(env_.get())).status().code(),
-            StatusCode::kUnavailable);
+  EXPECT_EQ(Trial::Open(dir_, FastOptions(env_.get())).status().code(), StatusCode::kUnavailable);
   WriteSteps(env_.get(), dir_, "worker_1", {0}, 2, false);
   auto t = Trial::Open(dir_, FastOptions(env_.get()));
   ASSERT_TRUE(t.ok());

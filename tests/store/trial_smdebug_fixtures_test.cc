@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <complex>
 #include <cstdlib>
@@ -26,18 +25,19 @@ std::string FixtureRoot() {
   return std::string(d ? d : "tests/data") + "/smdebug";
 }
 
-const std::pair<const char*, Mode> kModes[] = {
-    {"GLOBAL", Mode::kGlobal}, {"TRAIN", Mode::kTrain}, {"EVAL", Mode::kEval},
-    {"PREDICT", Mode::kPredict}};
+const std::pair<const char*, Mode> kModes[] = {{"GLOBAL", Mode::kGlobal},
+                                               {"TRAIN", Mode::kTrain},
+                                               {"EVAL", Mode::kEval},
+                                               {"PREDICT", Mode::kPredict}};
 
 const char* kStateNames[] = {"UNAVAILABLE", "AVAILABLE", "NOT_YET_AVAILABLE"};
 
 // smdebug exceptions the reader reproduces (trial.h); any other smdebug error is a smdebug bug
 // on a valid file, where the reader must answer.
 bool IsReproducedError(const std::string& e) {
-  for (const char* n : {"TensorUnavailable", "TensorUnavailableForStep", "StepUnavailable",
-                        "StepNotYetAvailable", "NoMoreData", "InvalidWorker",
-                        "ShapeUnavailableForStep"}) {
+  for (const char* n :
+       {"TensorUnavailable", "TensorUnavailableForStep", "StepUnavailable", "StepNotYetAvailable",
+        "NoMoreData", "InvalidWorker", "ShapeUnavailableForStep"}) {
     if (e == n) return true;
   }
   return false;
@@ -63,19 +63,32 @@ json Element(const Tensor& t, int64_t i) {
     return v;
   };
   switch (t.dtype) {
-    case DType::kF16: return num(HalfToFloat(get(uint16_t{})));
-    case DType::kBF16: return num(BFloat16ToFloat(get(uint16_t{})));
-    case DType::kF32: return num(get(float{}));
-    case DType::kF64: return num(get(double{}));
-    case DType::kI8: return get(int8_t{});
-    case DType::kI16: return get(int16_t{});
-    case DType::kI32: return get(int32_t{});
-    case DType::kI64: return get(int64_t{});
-    case DType::kU8: return get(uint8_t{});
-    case DType::kU16: return get(uint16_t{});
-    case DType::kU32: return get(uint32_t{});
-    case DType::kU64: return get(uint64_t{});
-    case DType::kBool: return get(uint8_t{}) != 0;
+    case DType::kF16:
+      return num(HalfToFloat(get(uint16_t{})));
+    case DType::kBF16:
+      return num(BFloat16ToFloat(get(uint16_t{})));
+    case DType::kF32:
+      return num(get(float{}));
+    case DType::kF64:
+      return num(get(double{}));
+    case DType::kI8:
+      return get(int8_t{});
+    case DType::kI16:
+      return get(int16_t{});
+    case DType::kI32:
+      return get(int32_t{});
+    case DType::kI64:
+      return get(int64_t{});
+    case DType::kU8:
+      return get(uint8_t{});
+    case DType::kU16:
+      return get(uint16_t{});
+    case DType::kU32:
+      return get(uint32_t{});
+    case DType::kU64:
+      return get(uint64_t{});
+    case DType::kBool:
+      return get(uint8_t{}) != 0;
     case DType::kComplex64: {
       auto c = get(std::complex<float>{});
       return json::array({num(c.real()), num(c.imag())});
@@ -84,8 +97,10 @@ json Element(const Tensor& t, int64_t i) {
       auto c = get(std::complex<double>{});
       return json::array({num(c.real()), num(c.imag())});
     }
-    case DType::kString: return t.strings[static_cast<size_t>(i)];
-    default: return nullptr;
+    case DType::kString:
+      return t.strings[static_cast<size_t>(i)];
+    default:
+      return nullptr;
   }
 }
 
@@ -221,7 +236,8 @@ TEST_P(SmdebugFixtureTest, TensorsAnswerAsSmdebugOrAsWritten) {
       auto steps = t.TensorSteps(name, mode);
       ASSERT_TRUE(steps.ok()) << name;
       EXPECT_EQ(json(*steps), te.at("steps").at(mode_name)) << name << " " << mode_name;
-      EXPECT_EQ(json(*t.TensorSteps(name, mode, true)), te.at("steps_with_incomplete").at(mode_name))
+      EXPECT_EQ(json(*t.TensorSteps(name, mode, true)),
+                te.at("steps_with_incomplete").at(mode_name))
           << name << " " << mode_name;
     }
     for (const auto& [step_key, at] : te.at("at").items()) {

@@ -1,7 +1,7 @@
 // StepTracker: smdebug's completeness rules, has_passed_step and the mode mapping.
-#include "store/step_tracker.h"
-
 #include <gtest/gtest.h>
+
+#include "store/step_tracker.h"
 
 namespace trainscope {
 namespace {

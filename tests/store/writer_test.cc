@@ -1,17 +1,17 @@
 #include "trainscope/writer.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "store/trial_check.h"
@@ -57,9 +57,9 @@ std::string BoolPattern(size_t n, uint32_t seed) {
   return s;
 }
 
-const DType kAllNumeric[] = {DType::kF16, DType::kBF16, DType::kF32,  DType::kF64,
-                             DType::kI8,  DType::kI16,  DType::kI32,  DType::kI64,
-                             DType::kU8,  DType::kU16,  DType::kU32,  DType::kU64,
+const DType kAllNumeric[] = {DType::kF16,  DType::kBF16,      DType::kF32,       DType::kF64,
+                             DType::kI8,   DType::kI16,       DType::kI32,       DType::kI64,
+                             DType::kU8,   DType::kU16,       DType::kU32,       DType::kU64,
                              DType::kBool, DType::kComplex64, DType::kComplex128};
 
 // Writes steps 0, 2, 4 with every dtype and checks everything read back.
@@ -99,9 +99,10 @@ void RoundTrip(Env* env, const std::string& dir) {
     expected[{step, "transposed"}] = std::string(reinterpret_cast<const char*>(mt), 24);
     // Borrowed bytes.
     auto keep = std::make_shared<std::string>(Pattern(200000, step + 7));
-    ASSERT_TRUE((*w)->AddTensorNoCopy("borrowed", {DType::kU8, keep->data(),
-                                                   {static_cast<int64_t>(keep->size())}, {}, {}},
-                                      keep)
+    ASSERT_TRUE((*w)->AddTensorNoCopy(
+                        "borrowed",
+                        {DType::kU8, keep->data(), {static_cast<int64_t>(keep->size())}, {}, {}},
+                        keep)
                     .ok());
     expected[{step, "borrowed"}] = *keep;
     // Strings.
@@ -235,7 +236,8 @@ TEST(TrialWriterTest, WriteCollectionsAndEndOfJob) {
   opts.write_end_marker = false;
   auto w = TrialWriter::Open("/t", opts);
   ASSERT_TRUE(w.ok());
-  ASSERT_TRUE((*w)->WriteCollections("{\"collections\": {}, \"_meta\": {\"num_workers\": 1}}").ok());
+  ASSERT_TRUE(
+      (*w)->WriteCollections("{\"collections\": {}, \"_meta\": {\"num_workers\": 1}}").ok());
   ASSERT_TRUE((*w)->Close().ok());
   auto text = env->ReadFile("/t/collections/000000000/worker_3_collections.json");
   ASSERT_TRUE(text.ok());
@@ -248,8 +250,8 @@ TEST(TrialWriterTest, WriteCollectionsAndEndOfJob) {
 void WriteStep(TrialWriter* w, int64_t step, size_t bytes) {
   ASSERT_TRUE(w->BeginStep(step, Mode::kTrain, step).ok());
   const std::string data = Pattern(bytes, static_cast<uint32_t>(step));
-  ASSERT_TRUE(w->AddTensor("x", {DType::kU8, data.data(), {static_cast<int64_t>(bytes)}, {}, {}})
-                  .ok());
+  ASSERT_TRUE(
+      w->AddTensor("x", {DType::kU8, data.data(), {static_cast<int64_t>(bytes)}, {}, {}}).ok());
   ASSERT_TRUE(w->EndStep().ok());
 }
 
@@ -313,7 +315,7 @@ TEST(TrialWriterTest, TheFirstLossIsMarkedInTheTrialAtOnce) {
   WriteStep(w->get(), 0, 1000);
   ASSERT_TRUE((*w)->Flush().ok());
   EXPECT_FALSE(mem->FileExists("/t/incomplete_worker_0.json"));  // nothing lost yet
-  env.SetDiskSpaceLeft(3000);  // step 1 fits, step 2 does not
+  env.SetDiskSpaceLeft(3000);                                    // step 1 fits, step 2 does not
   WriteStep(w->get(), 1, 1000);
   WriteStep(w->get(), 2, 100000);
   EXPECT_EQ((*w)->Flush().os_errno(), ENOSPC);
@@ -696,8 +698,7 @@ TEST(TrialWriterTest, KilledWriterLeavesOnlyCompleteSteps) {
     for (int64_t s = 0;; ++s) {
       if (!(*w)->BeginStep(s, Mode::kTrain, s).ok()) ::_exit(3);
       for (int k = 0; k < 4; ++k) {
-        (void)(*w)->AddTensor("t" + std::to_string(k),
-                              {DType::kF32, data.data(), {75000}, {}, {}});
+        (void)(*w)->AddTensor("t" + std::to_string(k), {DType::kF32, data.data(), {75000}, {}, {}});
       }
       (void)(*w)->EndStep();
     }

@@ -55,7 +55,8 @@ TEST(MetricsFeedTest, CountsWholeFindingLinesOnce) {
   EXPECT_EQ(text.find("rule=\"Unreadable\""), std::string::npos);
 
   feed.Poll(rules);  // nothing new: nothing counted twice
-  EXPECT_TRUE(Has(metrics.Render(), "trainscope_rule_findings_total{rule=\"VanishingGradient\"} 2"));
+  EXPECT_TRUE(
+      Has(metrics.Render(), "trainscope_rule_findings_total{rule=\"VanishingGradient\"} 2"));
   Append(events, third.substr(15));
   feed.Poll(rules);
   text = metrics.Render();

@@ -84,9 +84,11 @@ TEST(ProcessTest, EnvironmentIsInheritedWithAdditionsReplacingKeys) {
   ::setenv("TS_PROCESS_TEST_REPLACE", "old", 1);
   ProcessOptions o;
   o.env_add = {"TS_PROCESS_TEST_REPLACE=new", "TS_PROCESS_TEST_ADD=a=b"};
-  Process p = StartShell("echo \"$TS_PROCESS_TEST_KEEP $TS_PROCESS_TEST_REPLACE "
-                         "$TS_PROCESS_TEST_ADD\" > '" + out + "'",
-                         o);
+  Process p = StartShell(
+      "echo \"$TS_PROCESS_TEST_KEEP $TS_PROCESS_TEST_REPLACE "
+      "$TS_PROCESS_TEST_ADD\" > '" +
+          out + "'",
+      o);
   EXPECT_EQ(ExitCodeOf(p.Wait()), 0);
   EXPECT_EQ(ReadAll(out), "kept new a=b\n");
   ::unsetenv("TS_PROCESS_TEST_KEEP");

@@ -10,8 +10,8 @@
 
 #include <chrono>
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/trial_test_util.h"
@@ -161,8 +161,8 @@ TEST(SuperviseTest, ATrainingThatIgnoresItsStopSignalIsTerminatedAfterTheGrace) 
   };
   ev.on_stop_requested = [&] { ++requested; };
   ev.on_stop_grace_expired = [&] { ++expired; };
-  auto run = Supervise(Fast(trial.path(), "touch '" + ready + "'; while :; do sleep 0.02; done"),
-                       ev);
+  auto run =
+      Supervise(Fast(trial.path(), "touch '" + ready + "'; while :; do sleep 0.02; done"), ev);
   ASSERT_TRUE(run.ok());
   EXPECT_TRUE(run->stop_requested);
   EXPECT_TRUE(run->training_terminated);

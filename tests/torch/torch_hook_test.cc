@@ -2,7 +2,11 @@
 // trainscope's C++ Trial reader and compared with the tensors the training saw; and the example
 // program (examples/libtorch/train_mlp.cc) read with the Python reader (trainscope.create_trial)
 // and smdebug's.
+#include "trainscope/torch_hook.h"
+
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -12,17 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
-
-#include "trainscope/torch_hook.h"
 #include "trainscope/trial.h"
 
 namespace trainscope {
@@ -161,10 +160,10 @@ TEST(TorchHook, SavesParametersGradientsAndLossesOfRealTraining) {
             (std::vector<std::string>{"TinyNet_embed.weight", "TinyNet_embed.bias",
                                       "TinyNet_fc1.weight", "TinyNet_fc1.bias",
                                       "TinyNet_head.0.weight", "TinyNet_head.0.bias"}));
-  EXPECT_EQ(hook->gradient_names(),
-            (std::vector<std::string>{"gradient/TinyNet_fc1.weight", "gradient/TinyNet_fc1.bias",
-                                      "gradient/TinyNet_head.0.weight",
-                                      "gradient/TinyNet_head.0.bias"}));
+  EXPECT_EQ(
+      hook->gradient_names(),
+      (std::vector<std::string>{"gradient/TinyNet_fc1.weight", "gradient/TinyNet_fc1.bias",
+                                "gradient/TinyNet_head.0.weight", "gradient/TinyNet_head.0.bias"}));
   const Recorded r = Train(*hook, net, 5);
   ASSERT_TRUE(hook->Close().ok()) << hook->Close().ToString();
   EXPECT_EQ(hook->stats().errors, 0);
@@ -269,14 +268,23 @@ TEST(TorchHook, ReductionsOnlyMatchTheParameters) {
       for (const auto& [red, value] : *saved) {
         double want = 0;
         switch (red.op) {
-          case ReductionOp::kMin: want = f.min().item<double>(); break;
-          case ReductionOp::kMax: want = f.max().item<double>(); break;
-          case ReductionOp::kMean: want = (red.abs ? f.abs() : f).mean().item<double>(); break;
-          case ReductionOp::kL2: want = f.norm().item<double>(); break;
+          case ReductionOp::kMin:
+            want = f.min().item<double>();
+            break;
+          case ReductionOp::kMax:
+            want = f.max().item<double>();
+            break;
+          case ReductionOp::kMean:
+            want = (red.abs ? f.abs() : f).mean().item<double>();
+            break;
+          case ReductionOp::kL2:
+            want = f.norm().item<double>();
+            break;
           case ReductionOp::kZeroFraction:
             want = f.eq(0).to(torch::kDouble).mean().item<double>();
             break;
-          default: ADD_FAILURE() << "unexpected reduction " << ReductionOpName(red.op);
+          default:
+            ADD_FAILURE() << "unexpected reduction " << ReductionOpName(red.op);
         }
         // Sums of float32 values accumulate in float32 runs (trainscope/reductions.h): within
         // 16 float32 epsilons of the sum of |x|; min, max and counts are exact.
@@ -399,8 +407,8 @@ TEST(TorchHook, LossNamesAndRecordedValues) {
   const torch::Tensor logits = torch::randn({2, 3});
   hook->Step();
   hook->SaveLoss(a);
-  hook->SaveLoss(b);                    // a second loss in the step: loss_output_1
-  hook->SaveLoss(m, "mse");             // outside the losses regex: named into the collection
+  hook->SaveLoss(b);         // a second loss in the step: loss_output_1
+  hook->SaveLoss(m, "mse");  // outside the losses regex: named into the collection
   hook->SaveLoss(a, "CrossEntropyLoss");
   hook->RecordTensorValue("logits", logits);
   hook->SaveScalar("lr", torch::tensor(0.125));
@@ -523,11 +531,11 @@ TEST(TorchHook, SmdebugJsonConfiguration) {
   torch::manual_seed(6);
   TempDir dir;
   const std::string config = dir.path("hook.json");
-  std::ofstream(config) << nlohmann::json{
-      {"LocalPath", dir.path("trial")},
-      {"HookParameters", {{"save_steps", "1,3"}}},
-      {"CollectionConfigurations",
-       {{{"CollectionName", "gradients"}}, {{"CollectionName", "biases"}}}}}
+  std::ofstream(config) << nlohmann::json{{"LocalPath", dir.path("trial")},
+                                          {"HookParameters", {{"save_steps", "1,3"}}},
+                                          {"CollectionConfigurations",
+                                           {{{"CollectionName", "gradients"}},
+                                            {{"CollectionName", "biases"}}}}}
                                .dump();
   auto created = TorchHook::CreateFromJsonFile(config);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -614,8 +622,8 @@ TEST(TorchExample, TrainMlpTrialReadsInPython) {
     char mode[8];
     long long step = 0, mode_step = 0;
     double loss = 0;
-    if (std::sscanf(line.c_str(), "%7s step=%lld mode_step=%lld loss=%lf", mode, &step,
-                    &mode_step, &loss) == 4) {
+    if (std::sscanf(line.c_str(), "%7s step=%lld mode_step=%lld loss=%lf", mode, &step, &mode_step,
+                    &loss) == 4) {
       printed[std::string(mode) + " " + std::to_string(mode_step)] = loss;
     }
   }

@@ -15,10 +15,17 @@
 #include <string.h>
 
 typedef struct nvmlDevice_st* nvmlDevice_t;
-typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
 
-static struct nvmlDevice_st { int index; unsigned long long readings; } devices[16];
+static struct nvmlDevice_st {
+  int index;
+  unsigned long long readings;
+} devices[16];
 
 static long env_long(const char* name, long fallback) {
   const char* v = getenv(name);
@@ -64,7 +71,8 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) {
   const unsigned long long mib = 1ull << 20;
   m->total = 16000 * mib;
   m->used = ((unsigned long long)env_long("NVML_STANDIN_MEM_MB", 1000) +
-             d->readings * (unsigned long long)env_long("NVML_STANDIN_MEM_GROW_MB", 0)) * mib;
+             d->readings * (unsigned long long)env_long("NVML_STANDIN_MEM_GROW_MB", 0)) *
+            mib;
   if (m->used > m->total) m->used = m->total;
   m->free = m->total - m->used;
   d->readings++;

@@ -30,9 +30,9 @@
 namespace trainscope {
 namespace {
 
-const DType kNumeric[] = {DType::kF16, DType::kBF16, DType::kF32,  DType::kF64,
-                          DType::kI8,  DType::kI16,  DType::kI32,  DType::kI64,
-                          DType::kU8,  DType::kU16,  DType::kU32,  DType::kU64,
+const DType kNumeric[] = {DType::kF16,  DType::kBF16,      DType::kF32,       DType::kF64,
+                          DType::kI8,   DType::kI16,       DType::kI32,       DType::kI64,
+                          DType::kU8,   DType::kU16,       DType::kU32,       DType::kU64,
                           DType::kBool, DType::kComplex64, DType::kComplex128};
 
 template <typename T>
@@ -47,24 +47,53 @@ std::vector<char> Values(DType t, int64_t n, int64_t step) {
     const int64_t r = (37 * i + 3 * step + 1) % 201;
     const double f = static_cast<double>(r - 100) * 0.25;
     switch (t) {
-      case DType::kF16: Put(&out, FloatToHalf(static_cast<float>(f))); break;
-      case DType::kBF16: Put(&out, FloatToBFloat16(static_cast<float>(f))); break;
-      case DType::kF32: Put(&out, static_cast<float>(f)); break;
-      case DType::kF64: Put(&out, f); break;
-      case DType::kI8: Put(&out, static_cast<int8_t>(r - 100)); break;
-      case DType::kI16: Put(&out, static_cast<int16_t>(r - 100)); break;
-      case DType::kI32: Put(&out, static_cast<int32_t>(r - 100)); break;
-      case DType::kI64: Put(&out, static_cast<int64_t>(r - 100)); break;
-      case DType::kU8: Put(&out, static_cast<uint8_t>(r)); break;
-      case DType::kU16: Put(&out, static_cast<uint16_t>(r)); break;
-      case DType::kU32: Put(&out, static_cast<uint32_t>(r)); break;
-      case DType::kU64: Put(&out, static_cast<uint64_t>(r)); break;
-      case DType::kBool: Put(&out, static_cast<uint8_t>(r % 2)); break;
+      case DType::kF16:
+        Put(&out, FloatToHalf(static_cast<float>(f)));
+        break;
+      case DType::kBF16:
+        Put(&out, FloatToBFloat16(static_cast<float>(f)));
+        break;
+      case DType::kF32:
+        Put(&out, static_cast<float>(f));
+        break;
+      case DType::kF64:
+        Put(&out, f);
+        break;
+      case DType::kI8:
+        Put(&out, static_cast<int8_t>(r - 100));
+        break;
+      case DType::kI16:
+        Put(&out, static_cast<int16_t>(r - 100));
+        break;
+      case DType::kI32:
+        Put(&out, static_cast<int32_t>(r - 100));
+        break;
+      case DType::kI64:
+        Put(&out, static_cast<int64_t>(r - 100));
+        break;
+      case DType::kU8:
+        Put(&out, static_cast<uint8_t>(r));
+        break;
+      case DType::kU16:
+        Put(&out, static_cast<uint16_t>(r));
+        break;
+      case DType::kU32:
+        Put(&out, static_cast<uint32_t>(r));
+        break;
+      case DType::kU64:
+        Put(&out, static_cast<uint64_t>(r));
+        break;
+      case DType::kBool:
+        Put(&out, static_cast<uint8_t>(r % 2));
+        break;
       case DType::kComplex64:
         Put(&out, std::complex<float>(static_cast<float>(f), static_cast<float>(-2 * f)));
         break;
-      case DType::kComplex128: Put(&out, std::complex<double>(f, -2 * f)); break;
-      default: break;
+      case DType::kComplex128:
+        Put(&out, std::complex<double>(f, -2 * f));
+        break;
+      default:
+        break;
     }
   }
   return out;
@@ -80,14 +109,15 @@ Status Run(const std::string& out_dir) {
     Mode mode;
     int64_t mode_step;
   };
-  const StepDef steps[] = {{0, Mode::kTrain, 0}, {2, Mode::kTrain, 1}, {4, Mode::kTrain, 2},
-                           {6, Mode::kEval, 0}};
+  const StepDef steps[] = {
+      {0, Mode::kTrain, 0}, {2, Mode::kTrain, 1}, {4, Mode::kTrain, 2}, {6, Mode::kEval, 0}};
   for (const StepDef& sd : steps) {
     TS_RETURN_IF_ERROR(w->BeginStep(sd.step, sd.mode, sd.mode_step));
     const std::vector<int64_t> shape{2, 3, 4};
     for (DType t : kNumeric) {
       const std::vector<char> v = Values(t, 24, sd.step);
-      TS_RETURN_IF_ERROR(w->AddTensor("t_" + std::string(DTypeName(t)), {t, v.data(), shape, {}, {}}));
+      TS_RETURN_IF_ERROR(
+          w->AddTensor("t_" + std::string(DTypeName(t)), {t, v.data(), shape, {}, {}}));
     }
     const std::vector<char> scalar = Values(DType::kF32, 1, sd.step);
     TS_RETURN_IF_ERROR(w->AddTensor("scalar", TensorView::Scalar(DType::kF32, scalar.data())));
@@ -113,7 +143,9 @@ Status Run(const std::string& out_dir) {
   for (DType t : kNumeric) names_json += "\"t_" + std::string(DTypeName(t)) + "\", ";
   const std::string collections =
       "{\"collections\": {\"default\": {\"name\": \"default\", \"include_regex\": [\".*\"], "
-      "\"tensor_names\": [" + names_json + "\"empty\", \"names\", \"scalar\"], "
+      "\"tensor_names\": [" +
+      names_json +
+      "\"empty\", \"names\", \"scalar\"], "
       "\"reduction_config\": null, \"save_config\": null, \"save_histogram\": true}}, "
       "\"_meta\": {\"num_workers\": 1}}";
   TS_RETURN_IF_ERROR(w->WriteCollections(collections));

@@ -79,9 +79,9 @@ namespace trainscope {
 
 // What to do with one tensor at the current step.
 struct TensorPlan {
-  bool save = false;        // anything at all (false: skip the tensor)
-  bool save_raw = false;    // the value itself
-  bool save_shape = false;  // its shape (index shape_payload)
+  bool save = false;                  // anything at all (false: skip the tensor)
+  bool save_raw = false;              // the value itself
+  bool save_shape = false;            // its shape (index shape_payload)
   std::vector<Reduction> reductions;  // each written as smdebug/reductions/[abs_]<op>/<name>
   std::string histogram_tag;          // non-empty: TensorBoard histogram "<collection>/<name>"
   bool tensorboard_scalar = false;    // in a scalar collection (losses...): TensorBoard scalar
@@ -95,12 +95,12 @@ struct HookStats {
   int64_t steps_failed = 0;
   int64_t steps_dropped = 0;
   int64_t steps_pending = 0;
-  int64_t tensors_saved = 0;    // raw values written
+  int64_t tensors_saved = 0;  // raw values written
   int64_t reductions_saved = 0;
-  uint64_t raw_bytes = 0;       // bytes of raw values handed to the writer
+  uint64_t raw_bytes = 0;  // bytes of raw values handed to the writer
   // Capture failures reported (the first one printed); write failures count in steps_failed.
   int64_t errors = 0;
-  int64_t plans_built = 0;      // cache misses of Plan()
+  int64_t plans_built = 0;  // cache misses of Plan()
   // Another training owns out_dir (its lock, docs/formats/run_lock.md): this hook saves
   // nothing, as writes() then says.
   bool out_dir_refused = false;

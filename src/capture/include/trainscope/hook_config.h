@@ -65,7 +65,7 @@ struct HookConfig {
   // Writer options.
   Env* env = nullptr;  // nullptr = Env::Default()
   size_t max_queue_bytes = size_t{1} << 30;
-  int64_t max_queue_steps = 8;  // WriterOptions::max_queue_steps (writer.h)
+  int64_t max_queue_steps = 8;        // WriterOptions::max_queue_steps (writer.h)
   bool drop_steps_when_full = false;  // false: block the training thread when the queue is full
   bool quiet = false;                 // do not print errors and warnings to stderr
 

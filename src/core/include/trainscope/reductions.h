@@ -148,8 +148,8 @@ struct TensorStats {
   double min = 0, max = 0;          // of x (NaN if any NaN or empty)
   double abs_min = 0, abs_max = 0;  // of |x|
   double sum = 0, abs_sum = 0;
-  double sum_sq = 0;                // sum of x^2 (for l2)
-  double mean = 0, m2 = 0;          // m2 = sum of squared deviations from the mean (Chan et al.)
+  double sum_sq = 0;        // sum of x^2 (for l2)
+  double mean = 0, m2 = 0;  // m2 = sum of squared deviations from the mean (Chan et al.)
   double abs_mean = 0, abs_m2 = 0;
   double prod = 1, abs_prod = 1;
 

@@ -84,7 +84,7 @@ class Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result from an OK Status");
   }
@@ -113,10 +113,10 @@ class [[nodiscard]] Result {
 #define TS_CONCAT_(a, b) TS_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function if it is not OK.
-#define TS_RETURN_IF_ERROR(expr)                   \
-  do {                                             \
-    ::trainscope::Status ts_status_ = (expr);      \
-    if (!ts_status_.ok()) return ts_status_;       \
+#define TS_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    ::trainscope::Status ts_status_ = (expr); \
+    if (!ts_status_.ok()) return ts_status_;  \
   } while (0)
 
 // `lhs = value of Result expr`, or return its Status.

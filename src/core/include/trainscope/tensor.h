@@ -25,9 +25,9 @@ std::string ShapeToString(const std::vector<int64_t>& shape);
 
 struct TensorView {
   DType dtype = DType::kInvalid;
-  const void* data = nullptr;     // borrowed; ignored for kString
-  std::vector<int64_t> shape;     // empty = 0-d scalar
-  std::vector<int64_t> strides;   // elements; empty = C-contiguous
+  const void* data = nullptr;             // borrowed; ignored for kString
+  std::vector<int64_t> shape;             // empty = 0-d scalar
+  std::vector<int64_t> strides;           // elements; empty = C-contiguous
   std::vector<std::string_view> strings;  // kString only: one per element, borrowed
 
   int64_t num_elements() const { return NumElements(shape); }
@@ -48,9 +48,9 @@ void CopyToContiguous(const TensorView& v, void* out);
 struct Tensor {
   DType dtype = DType::kInvalid;
   std::vector<int64_t> shape;
-  const void* data = nullptr;           // C-contiguous, nbytes() bytes, valid while keepalive is
+  const void* data = nullptr;             // C-contiguous, nbytes() bytes, valid while keepalive is
   std::shared_ptr<const void> keepalive;  // owner of `data` (a mapped file or a heap buffer)
-  std::vector<std::string> strings;     // kString only
+  std::vector<std::string> strings;       // kString only
 
   int64_t num_elements() const { return NumElements(shape); }
   size_t nbytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype); }

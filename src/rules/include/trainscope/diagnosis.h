@@ -35,7 +35,7 @@ namespace trainscope {
 // One rule's first finding, as status.json and events.jsonl give it.
 struct FindingSummary {
   std::string rule;
-  int64_t step = -1;      // -1: no step (a profiler finding)
+  int64_t step = -1;  // -1: no step (a profiler finding)
   std::string tensor;
   std::string condition;  // RuleFinding::condition (tells LossNotDecreasing's kinds apart)
   std::string explanation;
@@ -44,7 +44,7 @@ struct FindingSummary {
 
 struct Diagnosis {
   FindingSummary cause;
-  std::string stage;                   // the cause's stage ("divergence", ...; "other")
+  std::string stage;                     // the cause's stage ("divergence", ...; "other")
   std::vector<FindingSummary> evidence;  // in order of step
 };
 

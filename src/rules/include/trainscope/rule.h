@@ -56,19 +56,19 @@ std::optional<RuleEvaluationStatus> RuleEvaluationStatusFromName(std::string_vie
 // One problem a rule saw. Its JSON form (RuleFindingToJson) is one line of
 // rule-output/<Rule>/events.jsonl (docs/formats/rule_output.md).
 struct RuleFinding {
-  std::string rule;             // rule name, e.g. "VanishingGradient"
-  int64_t step = -1;            // global step; -1: not tied to a step
-  std::optional<Mode> mode;     // the step's mode, when known
-  int64_t mode_step = -1;       // the step in its mode; -1: unknown
-  std::string tensor;           // the tensor concerned; empty for a rule-level finding
-  std::optional<double> value;  // the observed value that tripped the rule (may be NaN or inf)
+  std::string rule;                 // rule name, e.g. "VanishingGradient"
+  int64_t step = -1;                // global step; -1: not tied to a step
+  std::optional<Mode> mode;         // the step's mode, when known
+  int64_t mode_step = -1;           // the step in its mode; -1: unknown
+  std::string tensor;               // the tensor concerned; empty for a rule-level finding
+  std::optional<double> value;      // the observed value that tripped the rule (may be NaN or inf)
   std::optional<double> threshold;  // what it was compared with
-  std::string condition;        // the comparison, e.g. "abs_mean < threshold"
-  std::string explanation;      // one line: what was seen and why it matters
-  std::string recommendation;   // what to change in the model or the training
-  std::string trial;            // the trial's path
-  bool stop_training = false;   // the rule asks for the training to be stopped
-  int64_t time_micros = 0;      // when the runner found it (microseconds since the epoch)
+  std::string condition;            // the comparison, e.g. "abs_mean < threshold"
+  std::string explanation;          // one line: what was seen and why it matters
+  std::string recommendation;       // what to change in the model or the training
+  std::string trial;                // the trial's path
+  bool stop_training = false;       // the rule asks for the training to be stopped
+  int64_t time_micros = 0;          // when the runner found it (microseconds since the epoch)
 };
 
 // One JSON object on one line, no newline. Keys: kind ("finding"), rule, status ("IssuesFound"),
@@ -125,10 +125,10 @@ struct CollectionRequest {
   std::vector<std::string> include_regex;  // empty: the collection's built-in definition
   int64_t save_interval = 10;              // in mode steps, as smdebug's SaveConfig
   int64_t start_step = 0;
-  int64_t end_step = -1;                   // exclusive; -1: no end
-  std::vector<std::string> reductions;     // smdebug tokens, e.g. "abs_mean", "max"
-  bool save_raw_tensor = true;             // false: only the reductions are needed
-  std::vector<int64_t> save_steps;         // mode steps saved besides the interval's (sorted)
+  int64_t end_step = -1;                // exclusive; -1: no end
+  std::vector<std::string> reductions;  // smdebug tokens, e.g. "abs_mean", "max"
+  bool save_raw_tensor = true;          // false: only the reductions are needed
+  std::vector<int64_t> save_steps;      // mode steps saved besides the interval's (sorted)
 };
 
 // Merges the requests of several rules: one entry per collection name, with the union of the

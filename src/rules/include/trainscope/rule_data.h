@@ -54,13 +54,13 @@ struct RuleDataOptions {
 };
 
 struct RuleDataStats {
-  int64_t value_hits = 0;     // values served from the cache
-  int64_t value_reads = 0;    // values read from a trial
+  int64_t value_hits = 0;      // values served from the cache
+  int64_t value_reads = 0;     // values read from a trial
   int64_t stats_computed = 0;  // passes over a raw tensor
   int64_t stats_hits = 0;
-  int64_t evictions = 0;       // steps dropped from the cache
-  size_t cached_steps = 0;     // now
-  size_t cached_entries = 0;   // now: values + stats + reductions + selections
+  int64_t evictions = 0;      // steps dropped from the cache
+  size_t cached_steps = 0;    // now
+  size_t cached_entries = 0;  // now: values + stats + reductions + selections
 };
 
 class RuleData {

@@ -38,7 +38,7 @@ class ParsedParams {
   std::optional<int64_t> OptInt(const std::string& name) const;
   bool Bool(const std::string& name) const;
   const std::string& String(const std::string& name) const;  // "" for None
-  bool IsSet(const std::string& name) const;  // not None / empty
+  bool IsSet(const std::string& name) const;                 // not None / empty
   std::vector<std::string> StringList(const std::string& name) const;
   std::vector<double> DoubleList(const std::string& name) const;
   // Every declared parameter with its effective value as a string.

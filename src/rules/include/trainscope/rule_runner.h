@@ -51,12 +51,12 @@ namespace trainscope {
 using FindingSink = std::function<void(const RuleFinding& finding, const std::string& json)>;
 
 struct RunnerOptions {
-  Env* env = nullptr;          // nullptr = Env::Default(); for rule-output files
-  std::string output_dir;      // "" = <trial path>/rule-output
-  bool write_output = true;    // false: no files (sinks and states() only)
-  int64_t start_step = 0;      // first global step evaluated
-  int64_t end_step = -1;       // exclusive; -1 = until the training ends
-  std::chrono::milliseconds wait_timeout{200};     // longest wait for a change (and tick period)
+  Env* env = nullptr;                           // nullptr = Env::Default(); for rule-output files
+  std::string output_dir;                       // "" = <trial path>/rule-output
+  bool write_output = true;                     // false: no files (sinks and states() only)
+  int64_t start_step = 0;                       // first global step evaluated
+  int64_t end_step = -1;                        // exclusive; -1 = until the training ends
+  std::chrono::milliseconds wait_timeout{200};  // longest wait for a change (and tick period)
   std::chrono::milliseconds status_interval{1000};  // progress rewrites of status.json
   size_t max_cached_steps = 2;                      // RuleData cache
   int max_events_per_tensor = 20;                   // per rule and tensor, in events.jsonl
@@ -77,7 +77,7 @@ struct RuleState {
   int64_t findings = 0;         // findings written to events.jsonl
   int64_t suppressed = 0;       // findings not written (max_events_per_tensor)
   int64_t first_finding_step = -1;
-  bool finished = false;        // final status written
+  bool finished = false;  // final status written
   RuleParams parameters;
 };
 
@@ -164,9 +164,9 @@ Result<Verdict> EvaluateRuleAtStep(Rule& rule, RuleData& data, int64_t step);
 // a verdict with end_of_rule. With raise_eval_cond, it returns at the first met condition (C++'s
 // equivalent of re-raising RuleEvaluationConditionMet). Other errors are returned.
 struct InvokeRuleResult {
-  bool condition_met = false;      // met at least once
+  bool condition_met = false;  // met at least once
   int64_t first_met_step = -1;
-  int64_t last_step = -1;          // last step evaluated
+  int64_t last_step = -1;  // last step evaluated
   int64_t steps_evaluated = 0;
   std::vector<RuleFinding> findings;  // the first 1000 (bounded)
   int64_t findings_total = 0;

@@ -25,7 +25,8 @@ class TensorBoardWriter {
  public:
   // `dir` is the tensorboard folder (e.g. <trial>/tensorboard). Nothing is created until the
   // first write.
-  static Result<std::unique_ptr<TensorBoardWriter>> Open(const std::string& dir, Env* env = nullptr);
+  static Result<std::unique_ptr<TensorBoardWriter>> Open(const std::string& dir,
+                                                         Env* env = nullptr);
   ~TensorBoardWriter();
 
   // tag is cleaned as smdebug does ([^-/\w.] -> '_').

@@ -180,7 +180,7 @@ class Trial {
 
   StepState HasPassedStep(int64_t step, Mode mode = Mode::kGlobal);
   bool loaded_all_steps() const;
-  bool training_ended();              // the end marker exists
+  bool training_ended();               // the end marker exists
   int64_t last_complete_step() const;  // global; -1 if none
 
   // Steps at which `tensor` exists (complete ones unless show_incomplete).
@@ -200,9 +200,10 @@ class Trial {
   Result<double> ReductionValue(const std::string& tensor, int64_t step, Reduction r,
                                 Mode mode = Mode::kGlobal, const std::string& worker = "");
   // Saved reductions only.
-  Result<std::vector<std::pair<Reduction, double>>> SavedReductions(
-      const std::string& tensor, int64_t step, Mode mode = Mode::kGlobal,
-      const std::string& worker = "");
+  Result<std::vector<std::pair<Reduction, double>>> SavedReductions(const std::string& tensor,
+                                                                    int64_t step,
+                                                                    Mode mode = Mode::kGlobal,
+                                                                    const std::string& worker = "");
   // Saved shape, else the raw value's shape.
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step,
                                      Mode mode = Mode::kGlobal, const std::string& worker = "");

@@ -56,16 +56,16 @@
 namespace trainscope {
 
 struct WriterOptions {
-  Env* env = nullptr;                       // nullptr = Env::Default()
-  std::string worker = "worker_0";          // file-name worker part
+  Env* env = nullptr;                        // nullptr = Env::Default()
+  std::string worker = "worker_0";           // file-name worker part
   size_t max_queue_bytes = size_t{1} << 30;  // bytes of queued steps (1 GiB)
   // Steps queued or being written; <= 0: no bound but the bytes. The default bounds what a
   // SIGKILL can lose to 8 handed-over steps (and the step in progress).
   int64_t max_queue_steps = 8;
   enum class WhenFull { kBlock, kDropStep } when_full = WhenFull::kBlock;
-  bool sync = false;                        // fdatasync each file before its rename
-  bool write_end_marker = true;             // training_job_end.ts on Close()
-  bool quiet = false;                       // do not print the first error to stderr
+  bool sync = false;             // fdatasync each file before its rename
+  bool write_end_marker = true;  // training_job_end.ts on Close()
+  bool quiet = false;            // do not print the first error to stderr
   // Threads that write steps' files (see above). 0 = the default: 2, or 1 where
   // TRAINSCOPE_THREADS=1 or the machine has one core. At most 16.
   int io_threads = 0;
@@ -81,11 +81,11 @@ struct WriterOptions {
 
 // What a recovery of journaled steps did (RecoverTrial; TrialWriter::Open recovers its worker).
 struct RecoveryReport {
-  int64_t steps_recovered = 0;            // published by this recovery
-  int64_t steps_lost = 0;                 // handed over but damaged: not published
-  int64_t slots_removed = 0;              // journal files removed (steps in progress included)
+  int64_t steps_recovered = 0;              // published by this recovery
+  int64_t steps_lost = 0;                   // handed over but damaged: not published
+  int64_t slots_removed = 0;                // journal files removed (steps in progress included)
   std::vector<std::string> workers_in_use;  // a live writer holds their journal: left alone
-  std::vector<std::string> problems;      // one line per lost step or unreadable file
+  std::vector<std::string> problems;        // one line per lost step or unreadable file
 };
 
 // Publishes, in step order, the steps that writers of `dir` handed over and did not publish
@@ -98,10 +98,10 @@ Result<RecoveryReport> RecoverTrial(const std::string& dir);
 struct WriterStats {
   int64_t steps_written = 0;
   int64_t steps_dropped = 0;
-  int64_t steps_failed = 0;     // lost to I/O errors
+  int64_t steps_failed = 0;  // lost to I/O errors
   int64_t tensors_written = 0;
-  uint64_t bytes_written = 0;   // event-file bytes
-  uint64_t queue_bytes = 0;     // bytes waiting now
+  uint64_t bytes_written = 0;  // event-file bytes
+  uint64_t queue_bytes = 0;    // bytes waiting now
   uint64_t queue_high_water = 0;
 };
 

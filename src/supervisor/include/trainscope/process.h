@@ -20,10 +20,10 @@ struct ProcessOptions {
   std::vector<std::string> argv;     // argv[0] is looked up on PATH; REQUIRES: not empty
   std::vector<std::string> env_add;  // "KEY=VALUE" entries added to (or replacing in) the
                                      // environment the child inherits
-  bool own_group = false;        // in a process group of its own: Signal() then reaches its tree
-  bool foreground = false;       // and that group becomes the terminal's foreground (stdin);
-                                 // REQUIRES: own_group
-  bool die_with_parent = false;  // SIGTERM when the starting process dies (Linux PDEATHSIG)
+  bool own_group = false;         // in a process group of its own: Signal() then reaches its tree
+  bool foreground = false;        // and that group becomes the terminal's foreground (stdin);
+                                  // REQUIRES: own_group
+  bool die_with_parent = false;   // SIGTERM when the starting process dies (Linux PDEATHSIG)
   bool stdout_to_stderr = false;  // the child's stdout is the parent's stderr
 };
 

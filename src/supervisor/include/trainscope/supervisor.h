@@ -104,10 +104,10 @@ struct SuperviseEvents {
 
 struct SupervisedRun {
   int training_wait_status = 0;
-  int training_exit_code = 0;       // ExitCodeOf(training_wait_status)
-  bool stop_requested = false;      // the stop signal appeared while the training ran
+  int training_exit_code = 0;        // ExitCodeOf(training_wait_status)
+  bool stop_requested = false;       // the stop signal appeared while the training ran
   bool training_terminated = false;  // it got SIGTERM after stop_grace
-  int signals_forwarded = 0;        // SIGINT/SIGTERM received and passed to the training
+  int signals_forwarded = 0;         // SIGINT/SIGTERM received and passed to the training
 };
 
 // Runs the training and the workers to their end as described above and returns how the

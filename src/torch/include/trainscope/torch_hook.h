@@ -48,14 +48,14 @@
 // hooks on its own threads (CUDA backward). Use one TorchHook per training process (per rank).
 #pragma once
 
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <torch/nn/module.h>
-#include <torch/nn/pimpl.h>
 
 #include "trainscope/hook.h"
 #include "trainscope/hook_config.h"
