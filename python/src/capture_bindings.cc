@@ -508,6 +508,13 @@ void RegisterCapture(py::module_& m) {
           },
           py::arg("name"), py::arg("create") = true)
       .def("add_collection", [](PyHook& h, const PyCollection& c) { h.h().collections().Add(c.c); })
+      .def(
+          "set_parameter_trainable",
+          [](PyHook& h, const std::string& name, bool trainable) {
+            h.h().collections().SetParameterTrainable(name, trainable);
+          },
+          py::arg("name"), py::arg("trainable"),
+          "Records a registered parameter as trainable or frozen (_meta.parameters).")
       .def("collection_names",
            [](PyHook& h) {
              std::vector<std::string> out;

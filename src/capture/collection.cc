@@ -172,6 +172,13 @@ void CollectionManager::Add(std::shared_ptr<Collection> c) {
   collections_.push_back(std::move(c));
 }
 
+void CollectionManager::SetParameterTrainable(const std::string& name, bool trainable) {
+  auto [it, added] = parameters_.try_emplace(name, trainable);
+  if (!added && it->second == trainable) return;
+  it->second = trainable;
+  ++structure_version_;
+}
+
 uint64_t CollectionManager::version() const {
   uint64_t v = structure_version_;
   for (const auto& c : collections_) v += c->version();
@@ -223,6 +230,12 @@ std::string CollectionManager::ToJson(int num_workers) const {
   Json root;
   root["collections"] = std::move(colls);
   root["_meta"] = {{"num_workers", num_workers}};
+  if (!parameters_.empty()) {
+    Json trainable = Json::array(), frozen = Json::array();
+    for (const auto& [name, t] : parameters_) (t ? trainable : frozen).push_back(name);
+    root["_meta"]["parameters"] = {{"trainable", std::move(trainable)},
+                                   {"frozen", std::move(frozen)}};
+  }
   return root.dump();
 }
 

@@ -65,6 +65,14 @@ Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_
       }
       out.num_workers = static_cast<int>(nw->get<int64_t>());
     }
+    // trainscope's hooks: which registered parameters are trainable and which frozen.
+    if (auto ps = meta->find("parameters"); ps != meta->end() && !ps->is_null()) {
+      if (!ps->is_object()) return Bad(path, "_meta.parameters is not an object");
+      for (const auto& [key, trainable] : {std::pair{"trainable", true}, {"frozen", false}}) {
+        TS_ASSIGN_OR_RETURN(auto names, StringList(*ps, key, path));
+        for (auto& n : names) out.parameters[std::move(n)] = trainable;
+      }
+    }
   }
   auto colls = doc.find("collections");
   if (colls == doc.end()) return Bad(path, "no \"collections\" key");

@@ -4,6 +4,7 @@
 // Thread safety: pure functions (FindCollectionsFiles only reads the file system through Env).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@ namespace trainscope {
 struct CollectionsFile {
   int num_workers = 1;                      // _meta.num_workers (1 when absent)
   std::vector<CollectionInfo> collections;  // sorted by name
+  std::map<std::string, bool> parameters;   // _meta.parameters: tensor name -> trainable
 };
 
 // Parses one collections file. Corruption naming `path_for_errors` (and the byte offset when the

@@ -28,13 +28,15 @@ Status MissingCollections(const std::string& path, const std::string& what) {
 
 Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
                   std::vector<std::string> workers, int num_workers,
-                  std::vector<CollectionInfo> collections)
+                  std::vector<CollectionInfo> collections,
+                  std::map<std::string, bool> parameters)
     : env_(env),
       path_(std::move(path)),
       options_(options),
       workers_(std::move(workers)),
       num_workers_(num_workers),
       collections_(std::move(collections)),
+      parameters_(std::move(parameters)),
       scanner_(env, path_, options.range_begin, options.range_end),
       tracker_(num_workers, options.incomplete_step_window),
       values_(env, kMaxMappedFiles, options.verify_checksums) {}
@@ -79,7 +81,7 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
   std::vector<std::string> workers = listing.workers;
   std::sort(workers.begin(), workers.end());
   auto impl = std::make_unique<Impl>(env, path, options, std::move(workers), first.num_workers,
-                                     std::move(first.collections));
+                                     std::move(first.collections), std::move(first.parameters));
   TS_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Trial>(new Trial(std::move(impl)));
 }
@@ -126,6 +128,13 @@ std::optional<CollectionInfo> Trial::collection(const std::string& name) const {
   }
   return std::nullopt;
 }
+
+std::optional<bool> Trial::ParameterTrainable(const std::string& tensor_name) const {
+  auto it = impl_->parameters_.find(tensor_name);
+  if (it == impl_->parameters_.end()) return std::nullopt;
+  return it->second;
+}
+bool Trial::records_parameters() const { return !impl_->parameters_.empty(); }
 
 Result<std::vector<std::string>> Trial::TensorNames(Mode mode, std::optional<int64_t> step,
                                                     const std::string& regex,

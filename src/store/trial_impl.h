@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -60,7 +61,8 @@ struct StepEntries {
 class Trial::Impl {
  public:
   Impl(Env* env, std::string path, TrialOptions options, std::vector<std::string> workers,
-       int num_workers, std::vector<CollectionInfo> collections);
+       int num_workers, std::vector<CollectionInfo> collections,
+       std::map<std::string, bool> parameters);
 
   // trial_refresh.cc
   Status Init();
@@ -105,6 +107,7 @@ class Trial::Impl {
   const std::vector<std::string> workers_;
   const int num_workers_;
   const std::vector<CollectionInfo> collections_;
+  const std::map<std::string, bool> parameters_;  // _meta.parameters: name -> trainable
 
   // Trial::DamagedIndexFiles.
   std::vector<std::string> Damaged() const {

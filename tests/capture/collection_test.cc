@@ -112,6 +112,20 @@ TEST(CollectionTest, JsonHasSmdebugSchema) {
   EXPECT_EQ(j["collections"].size(), 6u);
 }
 
+TEST(CollectionTest, JsonRecordsParameters) {
+  auto cm = CollectionManager::WithPyTorchDefaults();
+  EXPECT_FALSE(nlohmann::json::parse(cm.ToJson(1))["_meta"].contains("parameters"));
+  const uint64_t v = cm.version();
+  cm.SetParameterTrainable("Net_fc.weight", true);
+  cm.SetParameterTrainable("Net_emb.weight", true);
+  cm.SetParameterTrainable("Net_emb.weight", false);  // the last call wins
+  EXPECT_NE(cm.version(), v);
+  auto j = nlohmann::json::parse(cm.ToJson(1));
+  EXPECT_EQ(j["_meta"]["num_workers"], 1);
+  EXPECT_EQ(j["_meta"]["parameters"]["trainable"], nlohmann::json::array({"Net_fc.weight"}));
+  EXPECT_EQ(j["_meta"]["parameters"]["frozen"], nlohmann::json::array({"Net_emb.weight"}));
+}
+
 TEST(CollectionTest, AddReplacesInPlace) {
   auto cm = CollectionManager::WithPyTorchDefaults();
   auto mine = std::make_shared<Collection>("weights");

@@ -1,6 +1,10 @@
 // Collections files: parsed as smdebug writes them; anything else is Corruption, never a throw.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <string>
+
 #include "store/collections_reader.h"
 #include "trial_test_util.h"
 
@@ -26,12 +30,44 @@ TEST(CollectionsReaderTest, ParsesSmdebugCollections) {
   EXPECT_TRUE(d->collections.empty());
 }
 
+TEST(CollectionsReaderTest, ParsesParametersMetadata) {
+  // trainscope's hooks add _meta.parameters (trial.md); smdebug's files have none.
+  auto c = ParseCollectionsFile(
+      R"({"collections": {}, "_meta": {"num_workers": 1, "parameters": )"
+      R"({"trainable": ["Net_fc.weight", "Net_fc.bias"], "frozen": ["Net_emb.weight"]}}})",
+      "c.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->parameters,
+            (std::map<std::string, bool>{
+                {"Net_emb.weight", false}, {"Net_fc.bias", true}, {"Net_fc.weight", true}}));
+  auto none = ParseCollectionsFile(testing::CollectionsJson(1), "d.json");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->parameters.empty());
+}
+
+TEST(CollectionsReaderTest, TrialAnswersParameterTrainable) {
+  auto env = NewMemEnv();
+  testing::PutFile(env.get(), "/t/collections/000000000/worker_0_collections.json",
+                   R"({"collections": {}, "_meta": {"num_workers": 1, "parameters": )"
+                   R"({"trainable": ["Net_fc.weight"], "frozen": ["Net_emb.weight"]}}})");
+  TrialOptions o;
+  o.env = env.get();
+  auto t = Trial::Open("/t", o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE((*t)->records_parameters());
+  EXPECT_EQ((*t)->ParameterTrainable("Net_fc.weight"), std::optional<bool>(true));
+  EXPECT_EQ((*t)->ParameterTrainable("Net_emb.weight"), std::optional<bool>(false));
+  EXPECT_EQ((*t)->ParameterTrainable("loss_output_0"), std::nullopt);
+}
+
 TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
   for (const char* text :
        {"", "{", "[]", R"({"collections": []})", R"({"_meta": {"num_workers": 2}})",
         R"({"collections": {}, "_meta": {"num_workers": 0}})",
         R"({"collections": {}, "_meta": {"num_workers": "2"}})",
-        R"({"collections": {"a": {"tensor_names": [1]}}})", R"({"collections": {"a": 3e3631}})"}) {
+        R"({"collections": {"a": {"tensor_names": [1]}}})", R"({"collections": {"a": 3e3631}})",
+        R"({"collections": {}, "_meta": {"parameters": []}})",
+        R"({"collections": {}, "_meta": {"parameters": {"frozen": [1]}}})"}) {
     auto c = ParseCollectionsFile(text, "bad.json");
     EXPECT_EQ(c.status().code(), StatusCode::kCorruption) << text;
     EXPECT_NE(c.status().message().find("bad.json"), std::string::npos) << text;

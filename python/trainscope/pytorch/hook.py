@@ -452,6 +452,7 @@ class Hook:
         for pname, p in top.named_parameters():
             name = f"{top_name}_{_user_name(pname)}"
             self._params.append((name, p))
+            self._c.set_parameter_trainable(name, bool(p.requires_grad))  # _meta.parameters
             if p.requires_grad:  # frozen parameters get no gradient hook
                 self._handles.append(p.register_hook(self._grad_hook(self.GRADIENT_PREFIX + name)))
 

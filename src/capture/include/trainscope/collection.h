@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -129,11 +130,19 @@ class CollectionManager {
   // Changes when a collection is added or any collection changes.
   uint64_t version() const;
 
+  // The model's parameters as the hook registered them (by their tensor names): trainable
+  // (requires_grad) or frozen. Written as the collections file's _meta.parameters
+  // (docs/formats/trial.md), so rules tell a parameter frozen on purpose from one that gets no
+  // gradient by mistake. The last call for a name wins.
+  void SetParameterTrainable(const std::string& name, bool trainable);
+  const std::map<std::string, bool>& parameters() const { return parameters_; }
+
   // The collections file content, with _meta.num_workers = num_workers.
   std::string ToJson(int num_workers) const;
 
  private:
   std::vector<std::shared_ptr<Collection>> collections_;
+  std::map<std::string, bool> parameters_;  // tensor name -> trainable
   uint64_t structure_version_ = 0;
 };
 

@@ -160,6 +160,13 @@ class Trial {
   int num_workers() const;
   std::vector<CollectionInfo> collections() const;
   std::optional<CollectionInfo> collection(const std::string& name) const;
+  // Whether the hook registered `tensor_name` as a trainable parameter (requires_grad: true) or
+  // a frozen one (false), from the collections file's _meta.parameters (trial.md); nullopt when
+  // the trial does not say (not a parameter, or a trial written by smdebug or an older
+  // trainscope).
+  std::optional<bool> ParameterTrainable(const std::string& tensor_name) const;
+  // True when the trial records its parameters (ParameterTrainable is known for every one).
+  bool records_parameters() const;
 
   // Sorted tensor names. `step` is a step of `mode` (nullopt = any step). Reduction tensors
   // ("smdebug/reductions/...") are folded onto their base tensor and not listed themselves.
