@@ -5,6 +5,7 @@
 // training is judged against the pass before it: a class must fail in both (a model still
 // learning a class is not confusing it); the run's last judged pass is the final model's and
 // fails on its own.
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -195,10 +196,12 @@ class Confusion : public BuiltinRule {
   // The failing classes of matrix `m` and their findings (explanations to follow "in <what>"),
   // judged at `step`:
   // recall below min_diag, or one off-diagonal share above max_off_diag, each beyond the
-  // 95 % Wilson bound of the class's sample count.
+  // 95 % Wilson bound of the class's sample count. Worst recall first (the summary names the
+  // first), at most kMaxFindings.
   std::vector<std::pair<int64_t, RuleFinding>> Evaluate(
       const std::map<std::pair<int64_t, int64_t>, int64_t>& m, int64_t step) {
     std::vector<std::pair<int64_t, RuleFinding>> out;
+    std::vector<double> recalls;  // of out's classes
     std::map<int64_t, int64_t> row_total;
     for (const auto& [lp, n] : m) row_total[lp.first] += n;
     for (const auto& [label, total] : row_total) {
@@ -218,8 +221,7 @@ class Confusion : public BuiltinRule {
       const bool low = WilsonBound(right, total, /*upper=*/true) < min_diag_;
       const bool confused = WilsonBound(worst_n, total, /*upper=*/false) > max_off_diag_;
       if (!low && !confused) continue;
-      if (static_cast<int>(out.size()) >= kMaxFindings) break;
-      RuleFinding f = NewFinding(step);
+      auto f = NewFinding(step);
       f.tensor = tensor_;
       f.value = low ? recall : off;
       f.threshold = low ? min_diag_ : max_off_diag_;
@@ -237,8 +239,18 @@ class Confusion : public BuiltinRule {
           "their labels, add data or augmentation for the weak class, weight it in the loss, or "
           "train longer if the whole matrix is still poor";
       out.emplace_back(label, std::move(f));
+      recalls.push_back(recall);
     }
-    return out;
+    std::vector<size_t> order(out.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return recalls[a] < recalls[b]; });
+    std::vector<std::pair<int64_t, RuleFinding>> sorted;
+    for (size_t i : order) {
+      if (static_cast<int>(sorted.size()) >= kMaxFindings) break;
+      sorted.push_back(std::move(out[i]));
+    }
+    return sorted;
   }
 
   std::optional<int64_t> category_no_;

@@ -1,6 +1,9 @@
-// Overfit (docs/rules/Overfit.md): after each evaluation pass, (mean validation loss - mean
-// training loss of the training phase before it) / mean training loss > ratio_threshold, for
-// `patience` passes in a row.
+// Overfit (docs/rules/Overfit.md): after each evaluation pass, r = (mean validation loss - mean
+// training loss of the training phase before it) / mean training loss. condition=ratio
+// (SageMaker's): r > ratio_threshold for `patience` passes in a row. condition=stall (the
+// default): the same, and the validation loss has stopped improving over the last kStallPasses
+// passes while the training loss still fell: the gap grows because only training improves.
+#include <deque>
 #include <map>
 
 #include "rules/loss_util.h"
@@ -17,19 +20,28 @@ class Overfit : public BuiltinRule {
             {"patience", ParamType::kInt, "1",
              "evaluation passes in a row over the ratio before the rule fires"},
             {"ratio_threshold", ParamType::kDouble, "0.1",
-             "largest tolerated (validation - training) / training loss"}};
+             "largest tolerated (validation - training) / training loss"},
+            {"condition", ParamType::kString, "stall",
+             "stall: the ratio, while the validation loss no longer improves and the training "
+             "loss still falls; ratio: SageMaker's ratio alone (a trained classifier's usual "
+             "gap fires)"}};
   }
 
   explicit Overfit(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
     start_step_ = params().Int("start_step");
     patience_ = params().Int("patience");
     ratio_threshold_ = params().Double("ratio_threshold");
+    stall_ = params().String("condition") == "stall";
     selection_.regexes = params().StringList("tensor_regex");
     if (selection_.regexes.empty()) selection_ = LossSelection();
   }
 
   Status Validate() const {
     if (patience_ < 1) return Status::InvalidArgument("Overfit: patience must be >= 1");
+    const std::string c = params().String("condition");
+    if (c != "stall" && c != "ratio") {
+      return Status::InvalidArgument("Overfit: condition '" + c + "' is not one of stall, ratio");
+    }
     return Status::OK();
   }
 
@@ -79,18 +91,31 @@ class Overfit : public BuiltinRule {
 
   size_t StateBytes() const override {
     size_t b = 0;
-    for (const auto& [name, s] : series_) b += name.capacity() + sizeof(Series) + 48;
+    for (const auto& [name, s] : series_) {
+      b += name.capacity() + sizeof(Series) + 48 + s.passes.size() * sizeof(Pass);
+    }
     return b;
   }
 
  private:
   static constexpr size_t kMaxSeries = 64;
+  // condition=stall: the validation loss "stopped improving" when it is not kMinValGain below
+  // its value kStallPasses passes before, while the training loss fell by kMinTrainGain or more
+  // over the same passes.
+  static constexpr size_t kStallPasses = 2;
+  static constexpr double kMinValGain = 0.01;
+  static constexpr double kMinTrainGain = 0.1;
+  struct Pass {
+    double train;
+    double val;
+  };
   struct Series {
     double train_sum = 0;
     int64_t train_count = 0;
     double eval_sum = 0;
     int64_t eval_count = 0;
     int64_t streak = 0;
+    std::deque<Pass> passes;  // the last kStallPasses + 1 passes
   };
 
   void ClosePass(const std::string& name, Series& s, int64_t step, Verdict* v) {
@@ -99,18 +124,35 @@ class Overfit : public BuiltinRule {
       const double val = s.eval_sum / static_cast<double>(s.eval_count);
       const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
       const double ratio = (val - train) / denom;
-      if (ratio > ratio_threshold_) {
+      s.passes.push_back({train, val});
+      if (s.passes.size() > kStallPasses + 1) s.passes.pop_front();
+      std::string stall_note;
+      bool stalled = !stall_;
+      if (stall_ && s.passes.size() == kStallPasses + 1) {
+        const Pass& before = s.passes.front();
+        stalled = val > before.val * (1 - kMinValGain) &&
+                  train < before.train * (1 - kMinTrainGain);
+        if (stalled) {
+          stall_note = "; over the last " + std::to_string(kStallPasses + 1) +
+                       " evaluation passes the validation loss went " + Num(before.val) + " -> " +
+                       Num(val) + " while the training loss fell " + Num(before.train) + " -> " +
+                       Num(train);
+        }
+      }
+      if (ratio > ratio_threshold_ && stalled) {
         ++s.streak;
         if (s.streak >= patience_) {
           RuleFinding f = NewFinding(step);
           f.tensor = name;
           f.value = ratio;
           f.threshold = ratio_threshold_;
-          f.condition = "(validation - training) / training loss > ratio_threshold";
+          f.condition = stall_ ? "(validation - training) / training loss > ratio_threshold, "
+                                 "validation stalled while training falls"
+                               : "(validation - training) / training loss > ratio_threshold";
           f.explanation = "mean validation " + name + " is " + Num(val) + " against " + Num(train) +
                           " in training (" + Percent(ratio) + " higher, more than " +
-                          Percent(ratio_threshold_) +
-                          "): the model fits the training data better than new data";
+                          Percent(ratio_threshold_) + ")" + stall_note +
+                          ": the model fits the training data better than new data";
           f.recommendation =
               "the model is overfitting: add regularisation (weight decay, dropout), augment "
               "the training data or collect more, use a smaller model, or stop earlier (keep "
@@ -130,6 +172,7 @@ class Overfit : public BuiltinRule {
   int64_t start_step_;
   int64_t patience_;
   double ratio_threshold_;
+  bool stall_;
   TensorSelection selection_;
   std::map<std::string, Series> series_;
 };

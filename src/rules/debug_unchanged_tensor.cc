@@ -1,14 +1,25 @@
 // UnchangedTensor (docs/rules/UnchangedTensor.md): a tensor allclose to itself over its last
 // num_steps saved training steps (TRAIN or GLOBAL; the model does not change in EVAL/PREDICT);
-// exactly equal once it has been seen to change beyond the tolerances. A frozen parameter (the
-// trial holds gradients, none for it: requires_grad is False) is skipped.
+// exactly equal once it has been seen to change beyond the tolerances. A frozen parameter is
+// skipped: the trial's _meta.parameters says which are (requires_grad False); without it, a
+// parameter with no gradient in a trial that holds gradients counts as frozen. A gradient that is
+// all zero (within atol) is not "unchanged" but absent: VanishingGradient and AllZero judge it.
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "rules/builtin.h"
 
 namespace trainscope::rules_internal {
 namespace {
+
+double MaxAbs(const Tensor& v) {
+  double m = 0;
+  ForEachElement(v, [&](int64_t, double x) { m = std::max(m, std::fabs(x)); });
+  return m;
+}
 
 class UnchangedTensor : public BuiltinRule {
  public:
@@ -57,8 +68,11 @@ class UnchangedTensor : public BuiltinRule {
       auto p = data().Select(params_, step);
       if (p.ok()) params.insert(p->begin(), p->end());
     }
+    const Trial& trial = data().trial();
     for (const auto& name : names) {
-      if (params.count(name) && !gradient_names_.count("gradient/" + name)) {
+      const std::optional<bool> trainable = trial.ParameterTrainable(name);
+      const bool no_gradient = !gradient_names_.count("gradient/" + name);
+      if (trainable ? !*trainable : (params.count(name) && no_gradient)) {
         if (frozen_.size() < kMaxTensors) frozen_.insert(name);
         continue;
       }
@@ -68,6 +82,10 @@ class UnchangedTensor : public BuiltinRule {
         return cur.status();
       }
       if (!IsNumeric(cur->dtype)) continue;
+      if (name.rfind("gradient/", 0) == 0 && MaxAbs(*cur) <= atol_) {
+        tracks_.erase(name);  // a zero gradient (e.g. a bias before BatchNorm): not this rule's
+        continue;
+      }
       auto it = tracks_.find(name);
       if (it == tracks_.end()) {
         if (tracks_.size() < kMaxTensors) tracks_[name] = Track{step, 1, false};
@@ -96,6 +114,17 @@ class UnchangedTensor : public BuiltinRule {
       f.explanation = name + " has not changed over its last " + std::to_string(t.streak) +
                       " saved training steps (" + std::to_string(t.anchor_step) + " to " +
                       std::to_string(step) + ", largest difference " + Num(diff) + ")";
+      if (trainable.value_or(false) && no_gradient && !gradient_names_.empty()) {
+        f.explanation += ": it is trainable (requires_grad) but no gradient ever reached it";
+        f.recommendation =
+            "something between this parameter and the loss cuts the graph: a detach(), .data, "
+            "torch.no_grad() or a non-differentiable step in forward(), or its output is not "
+            "used by the loss; find where its module's output is computed and keep it in the "
+            "graph (or freeze it with requires_grad_(False) if that is intended)";
+        v.Add(std::move(f));
+        t = Track{step, 1, t.changed};
+        continue;
+      }
       f.recommendation =
           "a tensor that never changes is not being trained: check that its parameters are in "
           "the optimizer and have requires_grad=True, that optimizer.step() runs, that the "

@@ -2,8 +2,11 @@
 // epsilon) above large_threshold or below small_threshold, w_prev being the previous saved
 // value of the weight (at most num_steps steps earlier when num_steps is set). A frozen weight
 // (the trial holds gradients, but never one for this weight: requires_grad is False, so the hook
-// saw no gradient) is skipped.
+// saw no gradient) is skipped. A weight bit for bit unchanged between two saved steps had no
+// optimizer step between them (gradient accumulation, a skipped step): "not updated" needs it
+// unchanged over kStillPairs saved pairs spanning kStillSteps steps.
 #include <map>
+#include <optional>
 #include <set>
 
 #include "rules/builtin.h"
@@ -17,6 +20,11 @@ class WeightUpdateRatio : public BuiltinRule {
   // Weights whose root-mean-square is below this are zero-initialised: any update is "large"
   // relative to them, so the large-ratio check skips them.
   static constexpr double kMinRms = 1e-6;
+  // An exactly unchanged weight is reported once it has not moved over this many consecutive
+  // saved pairs, together spanning at least this many steps (longer than the accumulation
+  // periods people use: 2 to 16 micro-batches).
+  static constexpr int kStillPairs = 3;
+  static constexpr int64_t kStillSteps = 20;
 
   static std::vector<ParamSpec> Specs() {
     return {{"num_steps", ParamType::kInt, "None",
@@ -60,10 +68,14 @@ class WeightUpdateRatio : public BuiltinRule {
         if (gradient_names_.size() < 100000) gradient_names_.insert(g);
       }
     }
+    const Trial& trial = data().trial();
     for (const auto& name : names) {
-      if (!gradient_names_.empty() && !gradient_names_.count("gradient/" + name)) {
+      // Frozen: the trial's _meta.parameters says so; without it, no gradient ever reached it.
+      const std::optional<bool> trainable = trial.ParameterTrainable(name);
+      if (trainable ? !*trainable
+                    : !gradient_names_.empty() && !gradient_names_.count("gradient/" + name)) {
         if (frozen_.size() < 100000) frozen_.insert(name);
-        continue;  // frozen: no gradient ever reached it
+        continue;
       }
       frozen_.erase(name);
       auto cur = data().Value(name, step);
@@ -74,11 +86,11 @@ class WeightUpdateRatio : public BuiltinRule {
       if (!IsNumeric(cur->dtype) || cur->num_elements() == 0) continue;
       auto it = last_.find(name);
       if (it == last_.end()) {
-        if (last_.size() < 100000) last_[name] = step;
+        if (last_.size() < 100000) last_[name] = Last{step, step, 0};
         continue;
       }
-      const int64_t prev_step = it->second;
-      it->second = step;
+      const int64_t prev_step = it->second.step;
+      it->second.step = step;
       if (num_steps_ && step - prev_step > *num_steps_) continue;
       auto prev = data().Value(name, prev_step);
       if (!prev.ok() || prev->shape != cur->shape) continue;
@@ -94,7 +106,20 @@ class WeightUpdateRatio : public BuiltinRule {
       const double ratio = std::sqrt(diff2) / (norm + eps_);
       const double rms = norm / std::sqrt(static_cast<double>(p.size()));
       const bool large = ratio > large_ && rms >= kMinRms;
-      const bool small = ratio < small_;
+      bool small = ratio < small_;
+      Last& last = it->second;
+      int64_t since = prev_step;  // the first step of the stretch judged
+      if (diff2 == 0) {
+        // No optimizer step between these saved steps, or the weight is not updated at all:
+        // judged only over a long enough stretch without any change.
+        if (last.still_pairs == 0) last.still_since = prev_step;
+        ++last.still_pairs;
+        since = last.still_since;
+        small = last.still_pairs >= kStillPairs && step - last.still_since >= kStillSteps;
+        if (small) last.still_pairs = 0;  // the next report needs a new stretch
+      } else {
+        last.still_pairs = 0;
+      }
       if (!large && !small) continue;
       RuleFinding f = NewFinding(step);
       f.tensor = name;
@@ -102,7 +127,7 @@ class WeightUpdateRatio : public BuiltinRule {
       f.threshold = large ? large_ : small_;
       f.condition = large ? "||w - w_prev|| / (||w_prev|| + epsilon) > large_threshold"
                           : "||w - w_prev|| / (||w_prev|| + epsilon) < small_threshold";
-      f.explanation = "between steps " + std::to_string(prev_step) + " and " +
+      f.explanation = "between steps " + std::to_string(since) + " and " +
                       std::to_string(step) + " " + name + " changed by " + Num(ratio) +
                       " times its norm (" +
                       (large ? "above " + Num(large_) +
@@ -115,7 +140,7 @@ class WeightUpdateRatio : public BuiltinRule {
                   "(by 10x or more), clip gradients, or check the weight initialisation scale"
                 : "these weights do not move: check that they are in the optimizer and have "
                   "requires_grad=True, that the learning rate is not 0 and that optimizer.step() "
-                  "runs (with gradient accumulation, save weights less often than you step); "
+                  "runs; "
                   "exclude intentionally frozen layers from the rule with a regex";
       v.Add(std::move(f));
     }
@@ -137,7 +162,7 @@ class WeightUpdateRatio : public BuiltinRule {
 
   size_t StateBytes() const override {
     size_t b = 0;
-    for (const auto& [name, s] : last_) b += name.capacity() + 56;
+    for (const auto& [name, s] : last_) b += name.capacity() + sizeof(Last) + 48;
     for (const auto& name : gradient_names_) b += name.capacity() + 48;
     for (const auto& name : frozen_) b += name.capacity() + 48;
     return b;
@@ -155,7 +180,12 @@ class WeightUpdateRatio : public BuiltinRule {
   double large_, small_, eps_;
   TensorSelection selection_;
   TensorSelection gradients_;
-  std::map<std::string, int64_t> last_;
+  struct Last {
+    int64_t step;         // the weight's previous saved step
+    int64_t still_since;  // the first step of its current stretch without any change
+    int still_pairs;      // consecutive saved pairs without any change
+  };
+  std::map<std::string, Last> last_;
   std::set<std::string> gradient_names_;  // gradients seen in the trial (bounded)
   std::set<std::string> frozen_;          // weights skipped as frozen
 };

@@ -188,7 +188,8 @@ def test_builtin_rule_runs_to_the_end_without_raise(tmp_path):
 
 
 def test_builtin_rules_judge_at_the_end_of_the_data(tmp_path):
-    """Overfit's last evaluation pass is judged when the data ends (smdebug's end_of_rule)."""
+    """Overfit's last evaluation pass is judged when the data ends (smdebug's end_of_rule); one
+    pass, so with SageMaker's condition (the default, stall, needs 3 passes)."""
     import trainscope
     from trainscope.exceptions import RuleEvaluationConditionMet
     from trainscope.rules import Overfit, invoke_rule
@@ -199,7 +200,7 @@ def test_builtin_rules_judge_at_the_end_of_the_data(tmp_path):
     for s in range(10, 13):
         steps.append((s, "EVAL", s - 10, {LOSS: np.float32(0.5)}))
     trial = trainscope.create_trial(write_trial(tmp_path / "t", steps, collections=_collections()))
-    rule = Overfit(trial)
+    rule = Overfit(trial, condition="ratio")
     with pytest.raises(RuleEvaluationConditionMet) as e:
         invoke_rule(rule, raise_eval_cond=True)
     assert e.value.end_of_rule

@@ -57,8 +57,10 @@ class TempDir {
 };
 
 // The collections file smdebug's PyTorch hook writes for the built-in collections, plus `extra`
-// (name -> include regexes).
-inline std::string CollectionsJson(const std::map<std::string, std::vector<std::string>>& extra) {
+// (name -> include regexes), and `parameters` ({"trainable": [...], "frozen": [...]}, trainscope's
+// _meta.parameters) when it is not null.
+inline std::string CollectionsJson(const std::map<std::string, std::vector<std::string>>& extra,
+                                   const nlohmann::json& parameters = nullptr) {
   std::map<std::string, std::vector<std::string>> all = {
       {"weights", {"^(?!gradient).*weight"}},
       {"biases", {"^(?!gradient).*bias"}},
@@ -76,6 +78,7 @@ inline std::string CollectionsJson(const std::map<std::string, std::vector<std::
                    {"save_histogram", false}};
   }
   nlohmann::json j = {{"collections", colls}, {"_meta", {{"num_workers", 1}}}};
+  if (!parameters.is_null()) j["_meta"]["parameters"] = parameters;
   return j.dump();
 }
 
@@ -452,7 +455,8 @@ inline CaseOutcome RunCase(const Json& c, const std::string& rule_name) {
     for (const auto& [k, v] : c["collections"].items())
       extra[k] = v.get<std::vector<std::string>>();
   }
-  const std::string collections = CollectionsJson(extra);
+  const std::string collections =
+      CollectionsJson(extra, c.contains("parameters") ? c["parameters"] : Json(nullptr));
   const uint64_t seed = c.value("seed", uint64_t{1});
   if (c.contains("other_trial")) {
     WriteWholeTrial(other, c["other_trial"], c["other_trial"].value("seed", seed), collections);
