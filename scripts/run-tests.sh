@@ -100,7 +100,13 @@ if [[ "${TRAINSCOPE_SANITIZERS:-0}" == 1 ]]; then
 fi
 if [[ -d tests/python ]]; then
   suite "Python tests" "$PY" -m pytest -q tests/python -p no:cacheprovider
-  suite "Python training programs" "$PY" -m pytest -q tests/training -p no:cacheprovider
+  # The validation corpus's per-rule report (tests/training/corpus_report.py) comes after it.
+  rm -f build/corpus_report.json
+  suite "Python training programs" env TRAINSCOPE_TRAINING_REPORT="$ROOT/build/corpus_report.json" \
+    "$PY" -m pytest -q tests/training -p no:cacheprovider
+  if [[ -f build/corpus_report.json ]]; then
+    "$PY" tests/training/corpus_report.py build/corpus_report.json || true
+  fi
 fi
 printf '\n== tests: %d suite(s) ok, %d suite(s) failing %s\n' "$passed" "$failed" \
   "${failures[*]:+(${failures[*]})}"

@@ -331,6 +331,10 @@ def _write_report(done):
         with open(report) as f:
             rows = [r for r in json.load(f) if r["mode"] not in {d.mode for d in done}]
     for r in done:
+        # One row per program run (rule null), so a report knows which programs ran.
+        rows.append({"mode": r.mode, "program": r.entry["program"],
+                     "healthy": r.entry["healthy"], "rule": None,
+                     "program_wall_s": round(r.wall_s, 1)})
         for rule, res in sorted(r.results.items()):
             if res.fired or res.error:
                 rows.append({

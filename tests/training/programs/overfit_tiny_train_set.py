@@ -4,14 +4,18 @@ Planted problem: a training set far too small for the model. A 64-512-512-10 MLP
 parameters) memorises 40 examples within a few epochs: the training loss falls towards 0 while
 the validation loss stays high, so the gap grows quickly.
 
-Expected rule: Overfit (defaults: ratio_threshold=0.1, patience=1: (mean validation loss - mean
-training loss) / mean training loss > 0.1 after an evaluation pass), by step 60 at the latest
-(each epoch is 5 training steps then a 4-step evaluation pass; steps are global).
+Expected rule: Overfit (defaults: condition=stall, ratio_threshold=0.1, patience=1: (mean
+validation loss - mean training loss) / mean training loss > 0.1 after an evaluation pass, while
+the validation loss has stopped improving over the last 3 passes and the training loss still
+falls), by step 100 at the latest (each epoch is 5 training steps then a 4-step evaluation pass;
+steps are global). SageMaker's ratio alone (condition=ratio) fires at pass 2 (step 18).
 
 Measured with plain PyTorch (tests/training/plain_measure.py, 60 training steps, 12 passes):
 (validation - training) / training loss per pass: pass 1 (steps 5-8) val 2.03 vs train 2.14
 (-0.05), pass 2 (steps 14-17) 1.76 vs 1.34 (+0.31), pass 3 1.51 vs 0.76 (+0.98), ..., pass 12
-0.97 vs 0.0039 (+249). The training loss of the last batches is 0.004.
+0.97 vs 0.0039 (+249). The training loss of the last batches is 0.004. The validation loss falls
+until pass 10 (0.966) and stops improving at pass 11 (steps 95-98: 0.969 against 0.971 two passes
+before) while the training loss halves.
 """
 
 import argparse
