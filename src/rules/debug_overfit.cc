@@ -92,7 +92,7 @@ class Overfit : public BuiltinRule {
   size_t StateBytes() const override {
     size_t b = 0;
     for (const auto& [name, s] : series_) {
-      b += name.capacity() + sizeof(Series) + 48 + s.passes.size() * sizeof(Pass);
+      b += name.capacity() + sizeof(Series) + 48 + (kStallPasses + 1) * sizeof(Pass);  // bound
     }
     return b;
   }
