@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Cost of Python profiling (PythonProfilingConfig) on the steps it profiles, on the CPU.
 
-A small training (an MLP 64-128-10, batch 32, SGD, through a DataLoader; one intra-op thread)
-runs --steps steps with the trainscope hook and its profiler on, three ways:
+A small training (an MLP 64-H-10 with H = --hidden, default 128, batch --batch, default 32,
+SGD, through a DataLoader; one intra-op thread) runs --steps steps with the trainscope hook
+and its profiler on, three ways:
 
   spans         the profiler's spans only, no Python profiling (the baseline)
   cprofile      cProfile on steps [--start, --start + --num), one stats folder per step
@@ -14,7 +15,8 @@ step; and the fixed cost of one interval (start, stop and write an interval that
 nothing). On a shared machine the noise only adds time, so each number is the best of --rounds
 rounds, the configurations interleaved round by round.
 
-    python bench/python_profile_bench.py [--rounds 5] [--steps 60] [--start 10] [--num 40] [--json]
+    python bench/python_profile_bench.py [--rounds 5] [--steps 60] [--start 10] [--num 40]
+        [--hidden 128] [--batch 32] [--json]
 """
 
 import argparse
@@ -38,14 +40,14 @@ from trainscope.profiler import (FrameworkProfile, ProfilerConfig,  # noqa: E402
                                  PythonProfilingConfig)
 
 
-def run(tmp, kind, steps, start, num):
+def run(tmp, kind, steps, start, num, hidden=128, batch=32):
     """Median seconds of the window's steps, and bytes of stats written per profiled step."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
+    model = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
-    n = 32 * (steps + 1)
+    n = batch * (steps + 1)
     data = TensorDataset(torch.randn(n, 64), torch.randint(0, 10, (n,)))
     python = None
     if kind != "spans":
@@ -56,7 +58,7 @@ def run(tmp, kind, steps, start, num):
     hook = ts.Hook(out_dir=out, profiler_config=config)
     hook.register_module(model)
     ends = []
-    for i, (x, y) in enumerate(DataLoader(data, batch_size=32)):
+    for i, (x, y) in enumerate(DataLoader(data, batch_size=batch)):
         if i == steps:
             break
         loss = loss_fn(model(x), y)
@@ -103,6 +105,8 @@ def main():
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--start", type=int, default=10)
     ap.add_argument("--num", type=int, default=40)
+    ap.add_argument("--hidden", type=int, default=128, help="the MLP's hidden width")
+    ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -113,7 +117,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             for kind in kinds:
-                med, size, folders = run(os.path.join(tmp, str(r)), kind, a.steps, a.start, a.num)
+                med, size, folders = run(os.path.join(tmp, str(r)), kind, a.steps, a.start, a.num,
+                                         a.hidden, a.batch)
                 if best[kind] is None or med < best[kind][0]:
                     best[kind] = (med, size, folders)
     res = {}
