@@ -198,3 +198,64 @@ def test_timeline_file_writer(tmp_path, monkeypatch):
     off.write_trace_events(t0, training_phase="Epochs", op_name="x")
     off.close()
     assert not (tmp_path / "off").exists()
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 3)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def test_prepared_collections(tmp_path):
+    """smdebug's flag: False until the first step judges the collections to save, True after;
+    set to False, the next step judges them again, with the collections defined since."""
+    out = tmp_path / "trial"
+    hook = ts.Hook(out_dir=str(out), include_collections=["relu_act", "late"],
+                   save_config=ts.SaveConfig(save_interval=1))
+    assert hook.prepared_collections is False
+    hook.get_collection("relu_act").include("relu")  # defined after the hook, as smdebug's docs
+    model = _Net()
+    hook.register_module(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        model(torch.rand(5, 4)).sum().backward()
+        opt.step()
+
+    step()  # "late" is still undefined: skipped, with a warning
+    assert hook.prepared_collections is True
+    step()
+    hook.get_collection("late").include("fc2")
+    hook.prepared_collections = False
+    step()
+    step()
+    assert hook.prepared_collections is True
+    hook.close()
+    trial = create_trial(str(out))
+    relu = {n: trial.tensor(n).steps() for n in trial.tensor_names(collection="relu_act")}
+    late = {n: trial.tensor(n).steps() for n in trial.tensor_names(collection="late")}
+    assert relu and all(s == [0, 1, 2, 3] for s in relu.values())
+    assert late and all("fc2" in n and s == [2, 3] for n, s in late.items())
+
+
+def test_prepare_collections_as_smdebug_code_does(tmp_path):
+    """smdebug's idiom (its hook, and framework forks that read the hook):
+    `if not hook.prepared_collections: hook._prepare_collections()`, then set the flag."""
+    hook = ts.Hook(out_dir=str(tmp_path / "trial"))
+    if not hook.prepared_collections:
+        hook._prepare_collections()
+        hook.prepared_collections = True
+    assert hook.prepared_collections is True
+    assert hook.has_default_hook_configuration()
+    _train(hook, steps=1)
+    hook.close()
+    other = ts.Hook(out_dir=str(tmp_path / "other"), include_collections=["weights"])
+    other.prepared_collections = True  # judges them now
+    assert other.prepared_collections and not other.has_default_hook_configuration()
+    other.close()

@@ -2,7 +2,7 @@
 for the DetailedProfilingConfig steps (its Chrome trace lands under
 framework/pytorch/detailed_profiling/), and cProfile saves one stats folder per
 PythonProfilingConfig step where smdebug saves them
-(framework/pytorch/cprofile/<node>/<mode>-<step>-stepstart-<us>_<mode>-<step>-<phase>-<us>/
+(framework/pytorch/cprofile/<node>/<mode>-<step>-stepstart-<us>_<mode>-<step>-stepend-<us>/
 python_stats)."""
 
 import glob
@@ -29,8 +29,8 @@ def run(tmp_path_factory):
 
 def window_step_folders(root):
     """The stats folders of the Python profiling window under `root` (framework/pytorch/<profiler>/
-    <node>), one per window step as smdebug names them (train-<k>-stepstart-<us>_train-<k+1>-
-    stepstart-<us>): [(folder, start_us, end_us)] by step."""
+    <node>), one per window step as smdebug names them (train-<k>-stepstart-<us>_train-<k>-
+    stepend-<us>): [(folder, start_us, end_us)] by step."""
     dirs = sorted(os.listdir(root), key=lambda d: int(d.split("-")[3].split("_")[0]))
     assert len(dirs) == PYTHON[1]
     out = []
@@ -39,7 +39,7 @@ def window_step_folders(root):
         s_mode, s_step, s_phase, s_us = start.split("-")
         e_mode, e_step, e_phase, e_us = end.split("-")
         assert (s_mode, int(s_step), s_phase) == ("train", k, "stepstart")
-        assert (e_mode, int(e_step), e_phase) == ("train", k + 1, "stepstart")
+        assert (e_mode, int(e_step), e_phase) == ("train", k, "stepend")
         assert int(s_us) < int(e_us)
         out.append((os.path.join(root, d), int(s_us), int(e_us)))
     return out
@@ -168,6 +168,6 @@ def test_smdebug_reads_our_pyinstrument_reports(pyinstrument_run):
     assert {s.framework for s in stats} == {"pytorch"}
     assert {s.node_id for s in stats} == {summary["node_id"]}
     assert sorted({(s.start_step, s.end_step) for s in stats}) == [
-        (k, k + 1) for k in range(PYTHON[0], PYTHON[0] + PYTHON[1])]
+        (k, k) for k in range(PYTHON[0], PYTHON[0] + PYTHON[1])]
     assert {os.path.basename(s.stats_path) for s in stats} == {"python_stats.json",
                                                                 "python_stats.html"}

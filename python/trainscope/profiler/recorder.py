@@ -41,11 +41,13 @@ import torch
 
 from .._native import load as _load_core
 from .data import USER_PHASE
+from .python_profiler import (PYINSTRUMENT_NAME, PyinstrumentPythonProfiler, StepPhase,
+                              cProfileDefaultPythonProfiler, cProfilePythonProfiler,
+                              mode_keys_to_python_profile_mode)
 from .trace_events import TraceEvents
 
 STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
                4: "Step:ModeKeys.GLOBAL"}
-MODE_NAMES = {1: "train", 2: "eval", 3: "predict", 4: "global"}
 FORWARD = "Forward"
 BACKWARD = "Backward(post-forward)"
 OPTIMIZER = "Optimizer"
@@ -222,8 +224,8 @@ class FrameworkProfiler:
         self._torch_prof = None
         self._torch_prof_start = None  # (global step, epoch us)
         self._window_steps = []  # (start_us, end_us, mode step) of steps inside the window
-        self._py_prof = None
-        self._py_prof_start = None  # (mode name, global step, epoch us)
+        self._py_profiler = None  # python_profiler.PythonProfiler, made at the window's start
+        self._py_prof = None  # that profiler while it profiles a step
         self.detailed_traces = []
         self.python_stats = []
         self.closed = False
@@ -314,6 +316,7 @@ class FrameworkProfiler:
                 self._end_step(_now_ns())
             except Exception as e:
                 self._report("step", e)
+        self._stop_python()  # a Python profiling interval is one step: it ends with the step
         self._step_num = -1  # until the next boundary, events belong to no step
 
     def _windows(self, step, now_s):
@@ -325,7 +328,7 @@ class FrameworkProfiler:
                 self._start_detailed(step)
         if self._python.enabled:
             if self._py_prof is not None:
-                self._stop_python(MODE_NAMES.get(self._mode, "global"), step, "stepstart")
+                self._stop_python()
             if self._python.contains(step, now_s):
                 self._start_python(step)
 
@@ -490,66 +493,40 @@ class FrameworkProfiler:
 
     def _start_python(self, step):
         try:
-            name = self._python.profiler_name
-            prof = None
-            if name == "pyinstrument":
-                try:
-                    import pyinstrument
-
-                    prof = ("pyinstrument", pyinstrument.Profiler())
-                except ImportError:
-                    self._report("python profiling",
-                                 "pyinstrument is not installed (pip install pyinstrument); "
-                                 "using cProfile")
-            if prof is None:
-                import cProfile
-
-                timer = self._python.cprofile_timer
-                if timer == "cpu_time":
-                    p = cProfile.Profile(time.process_time)
-                elif timer == "off_cpu_time":
-                    p = cProfile.Profile(lambda: time.perf_counter() - time.process_time())
-                else:
-                    p = cProfile.Profile()
-                prof = ("cprofile", p)
-            self._py_prof_start = (MODE_NAMES.get(self._mode, "global"), step, _now_ns() // 1000)
-            self._py_prof = prof
-            if prof[0] == "pyinstrument":
-                prof[1].start()
-            else:
-                prof[1].enable()
+            if self._py_profiler is None:
+                self._py_profiler = self._make_python_profiler()
+            self._py_profiler.start_profiling(
+                StepPhase.STEP_START, mode_keys_to_python_profile_mode(self._mode), step)
+            self._py_prof = self._py_profiler
         except Exception as e:
             self._py_prof = None
             self._report("python profiling", e)
 
-    def _stop_python(self, end_mode, end_step, end_phase):
+    def _make_python_profiler(self):
+        name, timer = self._python.profiler_name, self._python.cprofile_timer
+        if name == PYINSTRUMENT_NAME:
+            try:
+                import pyinstrument  # noqa: F401
+
+                return PyinstrumentPythonProfiler(self.base_dir, "pytorch", node_id=self.node_id)
+            except ImportError:
+                self._report("python profiling",
+                             "pyinstrument is not installed (pip install pyinstrument); "
+                             "using cProfile")
+        if timer == "default":
+            return cProfileDefaultPythonProfiler(self.base_dir, "pytorch", node_id=self.node_id)
+        return cProfilePythonProfiler(self.base_dir, "pytorch", timer, node_id=self.node_id)
+
+    def _stop_python(self):
+        """The step that the interval profiles ends: its folder is written, named
+        <mode>-<step>-stepstart-<us>_<mode>-<step>-stepend-<us> (one step per interval)."""
         prof, self._py_prof = self._py_prof, None
         if prof is None:
             return
         try:
-            kind, p = prof
-            if kind == "pyinstrument":
-                p.stop()
-            else:
-                p.disable()
-            start_mode, start_step, start_us = self._py_prof_start
-            end_us = _now_ns() // 1000
-            folder = os.path.join(
-                self.base_dir, "framework", "pytorch", kind, self.node_id,
-                f"{start_mode}-{start_step}-stepstart-{start_us}_"
-                f"{end_mode}-{end_step}-{end_phase}-{end_us}")
-            os.makedirs(folder, exist_ok=True)
-            if kind == "pyinstrument":
-                from pyinstrument.renderers import JSONRenderer
-
-                _write_atomic(os.path.join(folder, "python_stats.json"),
-                              p.output(JSONRenderer()))
-                _write_atomic(os.path.join(folder, "python_stats.html"), p.output_html())
-            else:
-                tmp = os.path.join(folder, ".python_stats.tmp")
-                p.dump_stats(tmp)
-                os.replace(tmp, os.path.join(folder, "python_stats"))
-            self.python_stats.append(folder)
+            folder = prof.stop_profiling(StepPhase.STEP_END, prof._start_mode, prof._start_step)
+            if folder is not None:
+                self.python_stats.append(folder)
         except Exception as e:
             self._report("python profiling", e)
 
@@ -583,7 +560,7 @@ class FrameworkProfiler:
             except Exception as e:
                 self._report("step", e)
         self._stop_detailed()
-        self._stop_python("posthookclose", "*", "end")
+        self._stop_python()
         self._trace.close_open()
         try:
             self.writer.close()
@@ -596,9 +573,3 @@ class FrameworkProfiler:
             except Exception as e:
                 self._report("system sampler", e)
 
-
-def _write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)

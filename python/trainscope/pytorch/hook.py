@@ -640,6 +640,28 @@ class Hook:
 
     has_default_hook_configuration = has_default_configuration
 
+    # smdebug's names for the judging of the collections to save (at the first step, or by
+    # has_default_configuration()): code written for smdebug reads the flag, and sets it after
+    # preparing them itself (docs/compat.md).
+    @property
+    def prepared_collections(self):
+        """Whether the collections to save have been judged (a hook from a JSON configuration
+        is judged whole when it is made)."""
+        return self._prepared
+
+    @prepared_collections.setter
+    def prepared_collections(self, value):
+        """True judges them now if they were not; False judges them again at the next step
+        (with the collections defined since)."""
+        if value and not self._prepared:
+            self._prepare()
+        self._prepared = bool(value)
+
+    def _prepare_collections(self):
+        """Judges the collections now, as the first step would (configuration errors raise here;
+        an include_collections name still undefined or empty is skipped with one warning)."""
+        self._prepare()
+
     def get_tensors(self):
         """{name: trainscope Tensor} of what completed steps saved so far (the step in progress
         appears once it ends). Empty for a hook that writes nothing (dry_run, other ranks)."""
