@@ -244,3 +244,29 @@ def test_profiler_notebook_charts_run_unmodified(trial, tmp_path):
     assert any(h.startswith("CPUUtilization-") for h in out["histograms"])
     assert out["heatmap_rows"] >= 2
     assert out["merged"] > STEPS
+
+
+def test_charts_follow_a_growing_trial_with_update_data(trial):
+    """A notebook plots the first part of the run, then update_data adds the rest."""
+    reader = LocalAlgorithmMetricsReader(trial)
+    steps = sorted((e for e in raw_events(trial) if e["phase"] == "Step:ModeKeys.TRAIN"),
+                   key=lambda e: e["start_us"])
+    mid = steps[STEPS // 2]["start_us"]
+    end = reader.get_timestamp_of_latest_available_file() + 1
+    h = charts.StepHistogram(reader)
+    h.plot(starttime=0, endtime=mid, select_metrics=["Step:ModeKeys.TRAIN"])
+    (key,) = h.sources
+    assert int(np.sum(h.sources[key].data["top"])) == STEPS // 2
+    h.update_data(end)
+    assert int(np.sum(h.sources[key].data["top"])) == STEPS
+
+    sysr = LocalSystemMetricsReader(trial)
+    m = charts.MetricsHistogram(sysr)
+    cpu0 = system_values(trial, "CPUUtilization", "cpu0")
+    samples = sorted(e.timestamp_us for e in sysr.get_events(0, 2 ** 62)
+                     if e.dimension == "CPUUtilization" and e.name == "cpu0")
+    m.plot(endtime=samples[2], select_dimensions=["^CPUUtilization-"], select_events=["cpu0"])
+    (dim,) = m.sources
+    assert int(np.sum(m.sources[dim]["cpu0"].data["top"])) == 2
+    m.update_data(samples[-1] + 1)
+    assert int(np.sum(m.sources[dim]["cpu0"].data["top"])) == len(cpu0)

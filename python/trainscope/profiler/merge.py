@@ -5,7 +5,7 @@ or step window, which Perfetto and chrome://tracing open.
 
 Differences from smdebug, on purpose: the output is the object form ({"traceEvents": [...]}),
 docs/formats/timeline.md's "Merged trace"; system metrics are counters, all of them, whatever
-sys_metrics_filter holds (an empty or None filter leaves them out); rule findings are included.
+sys_metrics_filter holds (an empty one leaves them out); rule findings are included.
 A step window runs from the start of step `start` to the end of step `end` (both included).
 """
 
