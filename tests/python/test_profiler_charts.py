@@ -270,3 +270,17 @@ def test_charts_follow_a_growing_trial_with_update_data(trial):
     assert int(np.sum(m.sources[dim]["cpu0"].data["top"])) == 2
     m.update_data(samples[-1] + 1)
     assert int(np.sum(m.sources[dim]["cpu0"].data["top"])) == len(cpu0)
+
+
+def test_merged_timeline_file_suffix_filter(trial, tmp_path):
+    """Only torch.profiler traces asked for: the framework spans stay out (this run has none of
+    those traces); only the Python timeline: its spans are in."""
+    only_detailed = MergedTimeline(trial, file_suffix_filter=["trace.json.gz"],
+                                   output_directory=str(tmp_path / "a"))
+    events = trace_events(only_detailed.merge_timeline(0, 2 ** 62, sys_metrics_filter={}))
+    assert not [e for e in events if e["ph"] in ("X", "C")]
+    python_only = MergedTimeline(trial, file_suffix_filter=["pythontimeline.json"],
+                                 output_directory=str(tmp_path / "b"))
+    events = trace_events(python_only.merge_timeline(0, 2 ** 62, "time"))
+    assert len([e for e in events if e["ph"] == "X"]) == \
+        len([e for e in raw_events(trial) if e["ph"] == "X"])
