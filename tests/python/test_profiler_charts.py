@@ -251,14 +251,23 @@ def test_charts_follow_a_growing_trial_with_update_data(trial):
     reader = LocalAlgorithmMetricsReader(trial)
     steps = sorted((e for e in raw_events(trial) if e["phase"] == "Step:ModeKeys.TRAIN"),
                    key=lambda e: e["start_us"])
-    mid = steps[STEPS // 2]["start_us"]
+    mid = steps[STEPS // 2]["start_us"] + 1  # step STEPS // 2 overlaps both windows
     end = reader.get_timestamp_of_latest_available_file() + 1
     h = charts.StepHistogram(reader)
     h.plot(starttime=0, endtime=mid, select_metrics=["Step:ModeKeys.TRAIN"])
     (key,) = h.sources
-    assert int(np.sum(h.sources[key].data["top"])) == STEPS // 2
+    assert int(np.sum(h.sources[key].data["top"])) == STEPS // 2 + 1
     h.update_data(end)
     assert int(np.sum(h.sources[key].data["top"])) == STEPS
+
+    t = charts.StepTimelineChart(reader)
+    t.steps, t.metric_names = [], []  # as if built while step STEPS // 2 was running
+    t.last_timestamp = 0
+    t.update_data(mid)
+    t.update_data(end)
+    data = t.source.data
+    assert sorted(s for s, n in zip(data["step"], data["metric"])
+                  if n == "Step:ModeKeys.TRAIN") == list(range(STEPS))
 
     sysr = LocalSystemMetricsReader(trial)
     m = charts.MetricsHistogram(sysr)

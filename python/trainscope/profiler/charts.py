@@ -150,8 +150,11 @@ class StepHistogram:
             self.target = _show(self.figure)
 
     def update_data(self, current_timestamp):
-        """Adds the events of [last update, current_timestamp) to the histograms."""
-        events = self.metrics_reader.get_events(self.last_timestamp, current_timestamp)
+        """Adds the events that start in [last update, current_timestamp) to the histograms
+        (the reader also returns those that only overlap it: they were counted already)."""
+        events = [e for e in self.metrics_reader.get_events(self.last_timestamp,
+                                                            current_timestamp)
+                  if e.start_time >= self.last_timestamp]
         self.last_timestamp = current_timestamp
         self.step_metrics = self._create_step_metrics(events, self.step_metrics)
         for metric, values in self.step_metrics.items():
@@ -222,8 +225,10 @@ class StepTimelineChart:
         self.target = _show(self.plot)
 
     def update_data(self, current_timestamp):
-        """Adds the steps of [last update, current_timestamp)."""
-        events = self.metrics_reader.get_events(self.last_timestamp, current_timestamp)
+        """Adds the steps that start in [last update, current_timestamp)."""
+        events = [e for e in self.metrics_reader.get_events(self.last_timestamp,
+                                                            current_timestamp)
+                  if e.start_time >= self.last_timestamp]
         self.last_timestamp = current_timestamp
         rows, names = _step_rows(events)
         if not rows:
