@@ -376,14 +376,18 @@ def check_healthy_huber_leaky_adagrad(r, s):
 
 
 def check_healthy_attention_label_smoothing(r, s):
-    _healthy_classifier(r, s, 0.9, 0.85)
+    assert s["first_nonfinite_step"] is None
+    p = s["eval_passes"][-1]
+    assert p["accuracy"] >= 0.9 and p["min_recall"] >= 0.85, p
+    # label smoothing 0.1 keeps the loss near 0.29 however right the model is
+    assert 0.25 < s["train_loss_last"] < s["train_loss_first"] / 3, s
 
 
 def check_healthy_long_noisy_labels(r, s):
     tl = _train_losses(r)
     assert len(tl) >= 1500
     assert sum(tl[-200:]) / 200 < 0.6 * sum(tl[:20]) / 20
-    assert s["eval_passes"][-1]["accuracy"] >= 0.9, s["eval_passes"][-1]
+    assert _val_losses(s)[-1] < 0.5, _val_losses(s)  # on clean labels
 
 
 def check_healthy_distillation_frozen_teacher(r, s):
