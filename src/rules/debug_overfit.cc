@@ -130,8 +130,8 @@ class Overfit : public BuiltinRule {
       bool stalled = !stall_;
       if (stall_ && s.passes.size() == kStallPasses + 1) {
         const Pass& before = s.passes.front();
-        stalled = val > before.val * (1 - kMinValGain) &&
-                  train < before.train * (1 - kMinTrainGain);
+        stalled =
+            val > before.val * (1 - kMinValGain) && train < before.train * (1 - kMinTrainGain);
         if (stalled) {
           stall_note = "; over the last " + std::to_string(kStallPasses + 1) +
                        " evaluation passes the validation loss went " + Num(before.val) + " -> " +

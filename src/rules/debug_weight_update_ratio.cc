@@ -127,9 +127,8 @@ class WeightUpdateRatio : public BuiltinRule {
       f.threshold = large ? large_ : small_;
       f.condition = large ? "||w - w_prev|| / (||w_prev|| + epsilon) > large_threshold"
                           : "||w - w_prev|| / (||w_prev|| + epsilon) < small_threshold";
-      f.explanation = "between steps " + std::to_string(since) + " and " +
-                      std::to_string(step) + " " + name + " changed by " + Num(ratio) +
-                      " times its norm (" +
+      f.explanation = "between steps " + std::to_string(since) + " and " + std::to_string(step) +
+                      " " + name + " changed by " + Num(ratio) + " times its norm (" +
                       (large ? "above " + Num(large_) +
                                    ": updates swamp "
                                    "the weights"

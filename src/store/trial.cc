@@ -28,8 +28,7 @@ Status MissingCollections(const std::string& path, const std::string& what) {
 
 Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
                   std::vector<std::string> workers, int num_workers,
-                  std::vector<CollectionInfo> collections,
-                  std::map<std::string, bool> parameters)
+                  std::vector<CollectionInfo> collections, std::map<std::string, bool> parameters)
     : env_(env),
       path_(std::move(path)),
       options_(options),
