@@ -6,7 +6,6 @@
 #include <set>
 
 #include "rules/builtin.h"
-#include "trainscope/tensor_names.h"
 
 namespace trainscope::rules_internal {
 namespace {
@@ -59,7 +58,7 @@ class UnchangedTensor : public BuiltinRule {
       if (p.ok()) params.insert(p->begin(), p->end());
     }
     for (const auto& name : names) {
-      if (params.count(name) && !gradient_names_.count(tensor_names::GradientName(name))) {
+      if (params.count(name) && !gradient_names_.count("gradient/" + name)) {
         if (frozen_.size() < kMaxTensors) frozen_.insert(name);
         continue;
       }

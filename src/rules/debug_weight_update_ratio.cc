@@ -7,7 +7,6 @@
 #include <set>
 
 #include "rules/builtin.h"
-#include "trainscope/tensor_names.h"
 
 namespace trainscope::rules_internal {
 namespace {
@@ -62,7 +61,7 @@ class WeightUpdateRatio : public BuiltinRule {
       }
     }
     for (const auto& name : names) {
-      if (!gradient_names_.empty() && !gradient_names_.count(tensor_names::GradientName(name))) {
+      if (!gradient_names_.empty() && !gradient_names_.count("gradient/" + name)) {
         if (frozen_.size() < 100000) frozen_.insert(name);
         continue;  // frozen: no gradient ever reached it
       }
