@@ -16,6 +16,8 @@ void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);
 // Capture (hook, collections, config checks): python/src/capture_bindings.cc.
 void RegisterCapture(pybind11::module_& m);
+// Tensor names (trainscope/tensor_names.h): python/src/names_py.cc.
+void RegisterNames(pybind11::module_& m);
 // Rules (built-in rules, evaluation): python/src/rules_bindings.cc.
 void RegisterRules(pybind11::module_& m);
 // Profiler (timeline writer, system sampler, readers, merge): python/src/profiler_bindings.cc.

@@ -27,19 +27,15 @@
 #include "trainscope/collection.h"
 #include "trainscope/hook.h"
 #include "trainscope/hook_config.h"
+#include "trainscope/reductions.h"
 
 namespace py = pybind11;
 
 namespace trainscope::python {
 namespace {
 
-// Order of the values save_stats takes (TensorStats fields); exported as _core.STATS_FIELDS.
-constexpr const char* kStatsFields[] = {"count",  "nan_count", "inf_count", "zero_count", "min",
-                                        "max",    "abs_min",   "abs_max",   "sum",        "abs_sum",
-                                        "sum_sq", "mean",      "m2",        "abs_mean",   "abs_m2",
-                                        "prod",   "abs_prod"};
-constexpr size_t kNumStatsFields = sizeof(kStatsFields) / sizeof(kStatsFields[0]);
-
+// The values save_stats takes: every TensorStats field in StatsField order (core's
+// StatsFieldName, exported as _core.STATS_FIELDS).
 TensorStats StatsFromValues(const std::vector<double>& v) {
   if (v.size() != kNumStatsFields) {
     throw py::value_error("save_stats needs " + std::to_string(kNumStatsFields) +
@@ -47,24 +43,16 @@ TensorStats StatsFromValues(const std::vector<double>& v) {
                           std::to_string(v.size()));
   }
   TensorStats s;
-  s.count = static_cast<int64_t>(v[0]);
-  s.nan_count = static_cast<int64_t>(v[1]);
-  s.inf_count = static_cast<int64_t>(v[2]);
-  s.zero_count = static_cast<int64_t>(v[3]);
-  s.min = v[4];
-  s.max = v[5];
-  s.abs_min = v[6];
-  s.abs_max = v[7];
-  s.sum = v[8];
-  s.abs_sum = v[9];
-  s.sum_sq = v[10];
-  s.mean = v[11];
-  s.m2 = v[12];
-  s.abs_mean = v[13];
-  s.abs_m2 = v[14];
-  s.prod = v[15];
-  s.abs_prod = v[16];
+  for (size_t i = 0; i < kNumStatsFields; ++i) s.Set(static_cast<StatsField>(i), v[i]);
   return s;
+}
+
+// The names of `fields`, in StatsField order.
+py::tuple FieldNames(StatsFieldSet fields) {
+  const std::vector<StatsField> v = fields.ToVector();
+  py::tuple out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = py::str(std::string(StatsFieldName(v[i])));
+  return out;
 }
 
 // ---- configs: Python values -> C++ --------------------------------------------------------
@@ -311,6 +299,7 @@ class PyHook {
       reds.append(py::make_tuple(std::string(ReductionOpName(r.op)), r.abs));
     }
     d["reductions"] = reds;
+    d["fields"] = FieldNames(FieldsRead(p.reductions));
     d["histogram_tag"] = p.histogram_tag;
     d["tensorboard_scalar"] = p.tensorboard_scalar;
     return d;
@@ -403,9 +392,27 @@ py::dict HookConfigSummary(const HookConfig& c) {
 }  // namespace
 
 void RegisterCapture(py::module_& m) {
-  py::list fields;
-  for (const char* f : kStatsFields) fields.append(f);
-  m.attr("STATS_FIELDS") = py::tuple(fields);
+  m.attr("STATS_FIELDS") = FieldNames(StatsFieldSet::All());
+  m.def(
+      "stats_fields_for",
+      [](py::iterable reductions) {
+        std::vector<Reduction> rs;
+        for (py::handle item : reductions) {
+          if (py::isinstance<py::str>(item)) {
+            rs.push_back(ValueOrThrow(ParseReduction(item.cast<std::string>())));
+            continue;
+          }
+          auto [op, abs] = item.cast<std::pair<std::string, bool>>();
+          Reduction r = ValueOrThrow(ParseReduction(op));
+          r.abs = r.abs || abs;
+          rs.push_back(r);
+        }
+        return FieldNames(FieldsRead(rs));
+      },
+      py::arg("reductions"),
+      "The STATS_FIELDS that reductions read (FieldsRead, trainscope/reductions.h), in "
+      "STATS_FIELDS order; count aside. reductions: names ('abs_mean', 'l2_norm') or "
+      "(op, abs) pairs as a plan lists them.");
 
   m.def(
       "check_save_config_mode",
@@ -554,7 +561,8 @@ void RegisterCapture(py::module_& m) {
       .def_property_readonly("is_saving_step", [](PyHook& h) { return h.h().is_saving_step(); })
       .def("plan", &PyHook::Plan, py::arg("name"),
            "None if nothing of `name` is saved this step, else a dict: save_raw, save_shape, "
-           "reductions [(op, abs)], histogram_tag, tensorboard_scalar.")
+           "reductions [(op, abs)], fields (the STATS_FIELDS they read: FieldsRead), "
+           "histogram_tag, tensorboard_scalar.")
       .def(
           "save", [](PyHook& h, const std::string& n, py::handle v) { return h.Save(n, v, false); },
           py::arg("name"), py::arg("value"))

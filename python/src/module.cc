@@ -33,6 +33,7 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterTrial(m);
   trainscope::python::RegisterStats(m);
   trainscope::python::RegisterCapture(m);
+  trainscope::python::RegisterNames(m);
   trainscope::python::RegisterRules(m);
   trainscope::python::RegisterProfiler(m);
 }

@@ -9,6 +9,7 @@
 #include "capture/planner.h"
 #include "capture/workers.h"
 #include "trainscope/out_dir_lock.h"
+#include "trainscope/tensor_names.h"
 #include "trainscope/tensorboard.h"
 #include "trainscope/terminal_escape.h"
 #include "trainscope/trial_format.h"
@@ -407,7 +408,7 @@ Status Hook::SaveScalar(std::string_view name, double value, double wall_time_s)
     d.early_scalars.push_back({std::string(name), value, wall_time_s});
     return Status::OK();
   }
-  const std::string full = "scalar/" + std::string(name);
+  const std::string full = tensor_names::ScalarName(name);
   const int64_t one = 1;
   TensorView v{DType::kF64, &value, {one}, {}, {}};
   return d.Report(d.WriteScalarValue(full, v, value, wall_time_s), full);

@@ -12,12 +12,12 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
+
+#include "trainscope/tensor_names.h"
 
 namespace trainscope {
 namespace {
-
-constexpr std::string_view kGradientPrefix = "gradient/";
-constexpr std::string_view kOutputSuffix = "_output_";
 
 // The message of an exception thrown by LibTorch, without c10's C++ backtrace.
 std::string ExceptionMessage(const std::exception& e) {
@@ -35,21 +35,7 @@ Status TorchError(std::string_view what, const std::exception& e) {
 }  // namespace
 
 std::string TorchModuleName(const ::torch::nn::Module& module) {
-  const std::string& full = module.name();
-  // The last component at template depth 0: "a::b<c::d>::E<f>" -> "E<f>".
-  size_t begin = 0;
-  int depth = 0;
-  for (size_t i = 0; i < full.size(); ++i) {
-    const char c = full[i];
-    if (c == '<' || c == '(') ++depth;
-    if (c == '>' || c == ')') --depth;
-    if (depth == 0 && c == ':' && i + 1 < full.size() && full[i + 1] == ':') begin = i + 2;
-  }
-  std::string name = full.substr(begin);
-  if (auto lt = name.find('<'); lt != std::string::npos) name.resize(lt);  // no template args
-  constexpr std::string_view kImpl = "Impl";
-  if (name.size() > kImpl.size() && name.ends_with(kImpl)) name.resize(name.size() - kImpl.size());
-  return name.empty() ? full : name;
+  return tensor_names::ModuleClassName(module.name());
 }
 
 DType TorchDType(c10::ScalarType t) {
@@ -116,7 +102,7 @@ Result<TensorView> TorchTensorView(const at::Tensor& t) {
   return v;
 }
 
-Result<TensorStats> TorchTensorStats(const at::Tensor& t) {
+Result<TensorStats> TorchTensorStats(const at::Tensor& t, StatsFieldSet fields) {
   if (!t.defined()) return Status::InvalidArgument("the tensor is undefined (no value)");
   TensorStats s;
   s.min = s.abs_min = std::numeric_limits<double>::infinity();
@@ -124,49 +110,84 @@ Result<TensorStats> TorchTensorStats(const at::Tensor& t) {
   try {
     at::NoGradGuard no_grad;
     s.count = t.numel();
-    if (s.count == 0) return s;
+    std::vector<StatsField> wanted = fields.ToVector();
+    std::erase(wanted, StatsField::kCount);  // known without reading the elements
+    if (s.count == 0 || wanted.empty()) return s;
     at::Tensor x = t.detach();
     if (x.is_complex()) x = x.to(at::kComplexDouble).abs();  // |x| in double, as ComputeStats
     x = x.reshape({-1}).to(at::kDouble);
-    const at::Tensor a = x.abs();
-    const at::Tensor mean = x.mean();
-    const at::Tensor abs_mean = a.mean();
-    const at::Tensor parts = at::stack({
-        x.isnan().sum().to(at::kDouble),
-        x.isinf().sum().to(at::kDouble),
-        x.eq(0).sum().to(at::kDouble),
-        x.min(),
-        x.max(),
-        a.min(),
-        a.max(),
-        x.sum(),
-        a.sum(),
-        x.square().sum(),
-        mean,
-        (x - mean).square().sum(),
-        abs_mean,
-        (a - abs_mean).square().sum(),
-        x.prod(),
-        a.prod(),
-    });
-    const at::Tensor host = parts.cpu();  // the one transfer (and sync) for a device tensor
+    at::Tensor a, mean, abs_mean;  // made when a field first needs them
+    auto abs_x = [&]() -> const at::Tensor& {
+      if (!a.defined()) a = x.abs();
+      return a;
+    };
+    auto mean_x = [&]() -> const at::Tensor& {
+      if (!mean.defined()) mean = x.mean();
+      return mean;
+    };
+    auto abs_mean_x = [&]() -> const at::Tensor& {
+      if (!abs_mean.defined()) abs_mean = abs_x().mean();
+      return abs_mean;
+    };
+    std::vector<at::Tensor> parts;
+    parts.reserve(wanted.size());
+    for (StatsField f : wanted) {
+      switch (f) {
+        case StatsField::kCount:
+          break;
+        case StatsField::kNanCount:
+          parts.push_back(x.isnan().sum().to(at::kDouble));
+          break;
+        case StatsField::kInfCount:
+          parts.push_back(x.isinf().sum().to(at::kDouble));
+          break;
+        case StatsField::kZeroCount:
+          parts.push_back(x.eq(0).sum().to(at::kDouble));
+          break;
+        case StatsField::kMin:
+          parts.push_back(x.min());
+          break;
+        case StatsField::kMax:
+          parts.push_back(x.max());
+          break;
+        case StatsField::kAbsMin:
+          parts.push_back(abs_x().min());
+          break;
+        case StatsField::kAbsMax:
+          parts.push_back(abs_x().max());
+          break;
+        case StatsField::kSum:
+          parts.push_back(x.sum());
+          break;
+        case StatsField::kAbsSum:
+          parts.push_back(abs_x().sum());
+          break;
+        case StatsField::kSumSq:
+          parts.push_back(x.square().sum());
+          break;
+        case StatsField::kMean:
+          parts.push_back(mean_x());
+          break;
+        case StatsField::kM2:
+          parts.push_back((x - mean_x()).square().sum());
+          break;
+        case StatsField::kAbsMean:
+          parts.push_back(abs_mean_x());
+          break;
+        case StatsField::kAbsM2:
+          parts.push_back((abs_x() - abs_mean_x()).square().sum());
+          break;
+        case StatsField::kProd:
+          parts.push_back(x.prod());
+          break;
+        case StatsField::kAbsProd:
+          parts.push_back(abs_x().prod());
+          break;
+      }
+    }
+    const at::Tensor host = at::stack(parts).cpu();  // the one transfer (and sync)
     const double* p = host.data_ptr<double>();
-    s.nan_count = static_cast<int64_t>(p[0]);
-    s.inf_count = static_cast<int64_t>(p[1]);
-    s.zero_count = static_cast<int64_t>(p[2]);
-    s.min = p[3];
-    s.max = p[4];
-    s.abs_min = p[5];
-    s.abs_max = p[6];
-    s.sum = p[7];
-    s.abs_sum = p[8];
-    s.sum_sq = p[9];
-    s.mean = p[10];
-    s.m2 = p[11];
-    s.abs_mean = p[12];
-    s.abs_m2 = p[13];
-    s.prod = p[14];
-    s.abs_prod = p[15];
+    for (size_t i = 0; i < wanted.size(); ++i) s.Set(wanted[i], p[i]);
   } catch (const std::exception& e) {
     return TorchError("reducing a tensor", e);
   }
@@ -196,7 +217,7 @@ class TorchHook::Impl {
   std::vector<GradientHook> gradient_hooks;
   std::unordered_set<const ::torch::nn::Module*> modules;
   std::unordered_set<const c10::TensorImpl*> param_impls;
-  std::unordered_map<std::string, int> output_counts;  // "<name>_output_" -> next index, per step
+  std::unordered_map<std::string, int64_t> output_counts;  // name -> next output index, per step
 
   // Saves `value` under `name` as the plan says. `fresh`: nobody writes into the tensor's bytes
   // after this call (a gradient autograd handed over, a copy made here), so the writer may
@@ -223,7 +244,7 @@ class TorchHook::Impl {
         const TensorPlan& plan = hook->Plan(name);
         if (!plan.save_raw && plan.histogram_tag.empty()) {
           // Reductions and the shape only: computed on the device, 16 numbers cross.
-          auto stats = TorchTensorStats(t);
+          auto stats = TorchTensorStats(t, FieldsRead(plan.reductions));
           if (!stats.ok()) return hook->ReportError(stats.status(), name);
           return hook->SaveStats(name, *stats, t.sizes().vec());
         }
@@ -243,9 +264,8 @@ class TorchHook::Impl {
 
   // "<name>_output_<i>": the next index of `name` in this step. REQUIRES: mu held.
   std::string NextOutputName(std::string_view name) {
-    std::string prefix = std::string(name) + std::string(kOutputSuffix);
-    int& next = output_counts[prefix];
-    return prefix + std::to_string(next++);
+    int64_t& next = output_counts[std::string(name)];
+    return tensor_names::OutputName(name, next++);
   }
 
   void OnGradient(const std::string& name, const at::Tensor& grad) {
@@ -323,13 +343,13 @@ Status TorchHook::RegisterModule(const ::torch::nn::Module& module, std::string 
             " is registered already (through another module): register the outermost module "
             "only");
       }
-      fresh.emplace_back(name + "_" + item.key(), p);
+      fresh.emplace_back(tensor_names::ParameterName(name, item.key()), p);
     }
     std::weak_ptr<Impl> weak = impl_;
     for (auto& [pname, p] : fresh) {
       d.param_impls.insert(p.unsafeGetTensorImpl());
       if (p.requires_grad()) {  // frozen parameters get no gradient hook
-        std::string gname = std::string(kGradientPrefix) + pname;
+        std::string gname = tensor_names::GradientName(pname);
         const unsigned handle = p.register_hook([weak, gname](const at::Tensor& grad) {
           if (auto impl = weak.lock()) impl->OnGradient(gname, grad);
         });
@@ -434,7 +454,7 @@ Status TorchHook::SaveScalar(std::string_view name, const at::Tensor& value) {
   Impl& d = *impl_;
   std::lock_guard<std::mutex> lock(d.mu);
   if (d.closed) return Status::OK();
-  const std::string full = "scalar/" + std::string(name);
+  const std::string full = tensor_names::ScalarName(name);
   double v = 0;
   try {
     if (!value.defined() || value.numel() != 1) {

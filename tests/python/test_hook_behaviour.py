@@ -144,6 +144,79 @@ def test_device_statistics_match_the_core(tmp_path):
                 float(_core.reduction((t * (i + 1)).numpy(), red)), rel=1e-6)
 
 
+def _device_cases():
+    """The dtypes and layouts the on-device statistics meet (those of torch_hook_test's
+    TorchTensorStats test), with NaN, inf and zeros."""
+    g = torch.Generator().manual_seed(3)
+    specials = torch.randn(5, 7, generator=g)
+    specials[1, 2] = float("inf")
+    specials[3, 4] = 0.0
+    with_nan = torch.randn(9, generator=g)
+    with_nan[5] = float("nan")
+    return {
+        "float32": torch.randn(33, 17, generator=g),
+        "strided": torch.randn(6, 4, generator=g).t(),
+        "specials": specials,
+        "nan": with_nan,
+        "int64": torch.randint(-5, 5, (40,), generator=g),
+        "int32": torch.randint(-3, 3, (11,), generator=g, dtype=torch.int32),
+        "bool": torch.randn(12, generator=g).gt(0),
+        "float16": torch.randn(10, generator=g).half(),
+        "bfloat16": torch.randn(10, generator=g).bfloat16(),
+        "complex64": torch.randn(4, 4, generator=g, dtype=torch.complex64),
+        "float64": torch.full((3,), 2.5, dtype=torch.float64),
+    }
+
+
+def test_device_statistics_of_every_reduction_and_dtype_are_the_cores(tmp_path):
+    """_device.py's path (here on CPU tensors): the fields come from the plan (the core's
+    FieldsRead), torch computes them, the C++ hook turns them into reductions; every reduction,
+    plain and abs, of every dtype equals ComputeStats's (_core.reduction)."""
+    ops = list(_core.reduction_names())
+    plain = [op for op in ops if op not in ("l1", "l2")]
+    rc = ts.ReductionConfig(reductions=plain, abs_reductions=plain, norms=["l1", "l2"],
+                            abs_norms=["l1", "l2"])
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=1),
+                   include_collections=["weights"], reduction_config=rc, quiet=True)
+    hook._prepare()
+    hook._c.step()
+    cases = _device_cases()
+    buf = DeviceStepBuffer(_core.STATS_FIELDS)
+    for case, t in cases.items():
+        plan = hook._c.plan(f"Net_{case}.weight")
+        assert plan["fields"] == _core.stats_fields_for(plan["reductions"])
+        assert plan["fields"] == needed_fields(plan["reductions"])
+        buf.add(f"Net_{case}.weight", t, plan)
+    buf.flush(hook._c)
+    hook.close()
+    trial = ts.create_trial(str(tmp_path / "t"))
+    for case, t in cases.items():
+        saved = trial.tensor(f"Net_{case}.weight").reduction_values(0)
+        assert len(saved) == 2 * len(ops), (case, sorted(saved))
+        rel = 1e-2 if t.dtype in (torch.float16, torch.bfloat16) else 1e-5
+        for (op, is_abs), got in saved.items():
+            want = _core.reduction(t, op, is_abs)
+            if np.isnan(want):
+                assert np.isnan(got), (case, op, is_abs)
+            else:
+                assert got == pytest.approx(want, rel=rel, abs=1e-6), (case, op, is_abs)
+
+
+def test_the_fields_each_reduction_reads_are_the_cores_table():
+    """One table (FieldsRead): the plan, _device.py and the bindings give the same fields."""
+    assert _core.stats_fields_for(["min"]) == ("nan_count", "min")
+    assert _core.stats_fields_for([("std", True)]) == ("abs_m2",)
+    assert _core.stats_fields_for(["l2_norm", "abs_mean", "zero_fraction"]) == (
+        "zero_count", "sum_sq", "abs_mean")
+    assert _core.stats_fields_for([]) == ()
+    assert needed_fields([("variance", False), ("l1", True)]) == ("abs_sum", "m2")
+    assert set(_core.STATS_FIELDS) >= {f for op in _core.reduction_names()
+                                       for a in (False, True)
+                                       for f in _core.stats_fields_for([(op, a)])}
+    with pytest.raises(ValueError, match="median"):
+        _core.stats_fields_for(["median"])
+
+
 def test_errors_inside_hooks_do_not_break_training_and_are_reported_once(tmp_path, capfd):
     class Odd(nn.Module):
         def forward(self, x):

@@ -148,3 +148,61 @@ def test_compiled_module_does_not_crash(tmp_path):
     assert trial.tensor("Net_fc1.weight").steps() == [0, 1, 2]
     assert trial.tensor("gradient/Net_fc2.weight").steps() == [0, 1, 2]
     assert trial.tensor("CrossEntropyLoss_output_0").steps() == [0, 1, 2]
+
+
+def test_names_are_the_cores_and_made_once(tmp_path):
+    """Every name comes from the core's one implementation (trainscope/tensor_names.h, which
+    the LibTorch and C++ hooks use too), and is made once: the steps after the first ask the
+    core for no name (the hot path stays in Python)."""
+    from collections import Counter
+
+    from trainscope import _core
+
+    assert _core.parameter_name("Net", "fc1.weight") == "Net_fc1.weight"
+    assert _core.gradient_name("Net_fc1.weight") == "gradient/Net_fc1.weight"
+    assert _core.output_name("relu", 2) == "relu_output_2"
+    assert _core.input_name("fc1", 0) == "fc1_input_0"
+    assert _core.output_prefix("fc1") == "fc1_output_"
+    assert _core.scalar_name("lr") == "scalar/lr"
+    assert _core.user_path("_fsdp_wrapped_module.fc1._fsdp_wrapped_module") == "fc1"
+    # smdebug's class attributes, from the core
+    assert (ts.Hook.GRADIENT_PREFIX, ts.Hook.SCALAR_PREFIX, ts.Hook.INPUT_TENSOR_SUFFIX,
+            ts.Hook.OUTPUT_TENSOR_SUFFIX) == ("gradient/", "scalar/", "_input_", "_output_")
+
+    calls = Counter()
+
+    class Counting:
+        def __getattr__(self, attr):
+            value = getattr(_core, attr)
+            if not callable(value):
+                return value
+
+            def counted(*args):
+                calls[attr] += 1
+                return value(*args)
+
+            return counted
+
+    model, crit = Net(), nn.CrossEntropyLoss()
+    hook = _every_step(tmp_path, save_all=True)
+    hook._names._core = Counting()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    assert calls["gradient_name"] == 4 and calls["parameter_name"] == 4
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = crit(model(torch.randn(3, 4)), torch.tensor([0, 1, 0]))
+        hook.record_tensor_value("my_loss", loss)
+        loss.backward()
+        opt.step()
+        seen.append(dict(calls))
+    hook.close()
+    assert seen[0]["output_name"] > 0 and seen[0]["input_name"] > 0
+    assert seen[1] == seen[2] == seen[3], seen  # no name made after the first step
+    assert seen[0] == seen[1]  # the first step's names were made in its forward pass
+    names = _names(tmp_path / "t")
+    assert {"Net_fc1.weight", "gradient/Net_fc2.bias", "fc1_input_0", "act_output_0",
+            "Net_output_0", "CrossEntropyLoss_output_0", "CrossEntropyLoss_input_1",
+            "my_loss_output_0"} <= names

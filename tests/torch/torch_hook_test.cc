@@ -352,6 +352,45 @@ TEST(TorchTensorStats, MatchesComputeStats) {
   EXPECT_EQ(empty->count, 0);
 }
 
+// The hook asks TorchTensorStats for FieldsRead(the planned reductions) only: each reduction
+// computed from just its fields is ComputeStats's, and the fields nobody asked for are left
+// at TensorStats' defaults (not computed).
+TEST(TorchTensorStats, ComputesOnlyTheFieldsRead) {
+  torch::manual_seed(6);
+  torch::Tensor x = torch::randn({7, 5});
+  x[2][3] = 0;
+  const std::vector<torch::Tensor> cases = {x, torch::randn({4, 4}, torch::kComplexFloat),
+                                            torch::randint(-3, 3, {11}, torch::kInt)};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto view = TorchTensorView(cases[i]);
+    ASSERT_TRUE(view.ok());
+    auto want = ComputeStats(*view);
+    ASSERT_TRUE(want.ok());
+    for (ReductionOp op : kAllReductionOps) {
+      for (bool abs : {false, true}) {
+        const Reduction r{op, abs};
+        SCOPED_TRACE("case " + std::to_string(i) + " " + ReductionTensorName("x", r));
+        const StatsFieldSet fields = FieldsRead(r);
+        auto got = TorchTensorStats(cases[i], fields);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_NEAR(got->Value(r), want->Value(r), 1e-9 * (1 + std::fabs(want->Value(r))));
+        const TensorStats defaults;
+        for (StatsField f : StatsFieldSet::All().ToVector()) {
+          if (fields.Has(f) || f == StatsField::kCount || f == StatsField::kMin ||
+              f == StatsField::kMax || f == StatsField::kAbsMin || f == StatsField::kAbsMax) {
+            continue;  // extremes start at +-inf, as in ComputeStats
+          }
+          EXPECT_EQ(got->Get(f), defaults.Get(f)) << StatsFieldName(f);
+        }
+      }
+    }
+  }
+  auto none = TorchTensorStats(x, StatsFieldSet{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->count, 35);
+  EXPECT_EQ(none->sum, 0);
+}
+
 TEST(TorchHook, SavesStridedAndEveryDtype) {
   torch::manual_seed(5);
   TempDir dir;

@@ -137,7 +137,7 @@ class AutoSession:
         self._stepped = set()
         self._pending = False
         self._eval = False
-        self._grad_names = {}  # id(parameter) -> tensor name
+        self._grad_names = {}  # id(parameter) -> its gradient's tensor name (made once)
         self._loss_modules = weakref.WeakSet()
         self._loss_outputs = {}  # id(tensor) -> weakref, outputs of loss modules this step
         self._loss_nodes = {}  # id(grad_fn) -> grad_fn of those outputs, this step
@@ -295,7 +295,7 @@ class AutoSession:
 
     def _save_losses(self, losses):
         for t in losses:
-            self.hook.record_tensor_value("loss", t)
+            self.hook.record_tensor_value(self.hook._names.default_loss, t)
 
     def _loss_forward(self, module, inputs, output):
         if self.hook is not None and self.hook._saving and isinstance(output, torch.Tensor):
@@ -423,17 +423,16 @@ class AutoSession:
                          for p in group["params"])
 
     def _save_grads(self, named_params):
-        """Saves the .grad of each (name, parameter); a None name is not registered."""
+        """Saves the .grad of each (gradient name, parameter); a None name is not registered."""
         hook, cpu = self.hook, []
-        prefix = hook.GRADIENT_PREFIX
         for name, p in named_params:
             g = getattr(p, "grad", None)
             if g is None or name is None or g.is_sparse:
                 continue
             if g.is_cpu:
-                cpu.append((prefix + name, g))
+                cpu.append((name, g))
             else:
-                hook._save(prefix + name, g)
+                hook._save(name, g)
         if cpu:
             hook._c.save_many(cpu)
 
@@ -561,6 +560,6 @@ class AutoSession:
             self._fail(e, f"module {type(root).__name__}")
             return
         for name, p in hook._params[before:]:
-            self._grad_names[id(p)] = name
+            self._grad_names[id(p)] = hook._names.gradient(name)
         self.roots.append(root)
         root.register_forward_pre_hook(self._root_forward_pre)

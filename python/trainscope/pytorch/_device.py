@@ -1,7 +1,8 @@
 """Tensors on an accelerator: reductions on the device, one transfer per step.
 
 For a tensor on a GPU the hook never copies the whole tensor to compute a statistic. It computes
-only the statistics the plan needs (TensorStats fields, _core.STATS_FIELDS) on the device, queues
+only the statistics the plan needs (the TensorStats fields its reductions read: the plan's
+"fields", from the core's FieldsRead; names as in _core.STATS_FIELDS) on the device, queues
 them, and at the end of the step moves every queued statistic to the host in ONE transfer
 (torch.stack(...).cpu()). A raw value to be saved is copied with non_blocking=True into pinned
 host memory (PyTorch's caching host allocator reuses it) and a CUDA event is recorded; at the end
@@ -12,43 +13,19 @@ The same code runs on CPU tensors (tests use it to check the statistics against 
 
 import torch
 
-_NEEDS = {
-    # reduction (op, abs) -> the TensorStats fields it reads
-    ("min", False): ("min", "nan_count"),
-    ("max", False): ("max", "nan_count"),
-    ("mean", False): ("mean",),
-    ("std", False): ("m2",),
-    ("variance", False): ("m2",),
-    ("sum", False): ("sum",),
-    ("prod", False): ("prod",),
-    ("l1", False): ("abs_sum",),
-    ("l2", False): ("sum_sq",),
-    ("nan_count", False): ("nan_count",),
-    ("inf_count", False): ("inf_count",),
-    ("zero_fraction", False): ("zero_count",),
-    ("min", True): ("abs_min", "nan_count"),
-    ("max", True): ("abs_max", "nan_count"),
-    ("mean", True): ("abs_mean",),
-    ("std", True): ("abs_m2",),
-    ("variance", True): ("abs_m2",),
-    ("sum", True): ("abs_sum",),
-    ("prod", True): ("abs_prod",),
-    ("l1", True): ("abs_sum",),
-    ("l2", True): ("sum_sq",),
-    ("nan_count", True): ("nan_count",),
-    ("inf_count", True): ("inf_count",),
-    ("zero_fraction", True): ("zero_count",),
-}
+from .._native import load as _load_core
+
+_fields_cache = {}  # tuple of (op, abs) -> the fields they read
 
 
 def needed_fields(reductions):
-    """The TensorStats fields a list of (op, abs) reductions reads."""
-    out = []
-    for r in reductions:
-        for f in _NEEDS[tuple(r)]:
-            if f not in out:
-                out.append(f)
-    return out
+    """The TensorStats fields a list of (op, abs) reductions reads: the core's one table
+    (FieldsRead in trainscope/reductions.h, _core.stats_fields_for), cached per list."""
+    key = tuple(tuple(r) for r in reductions)
+    fields = _fields_cache.get(key)
+    if fields is None:
+        fields = _fields_cache[key] = _load_core().stats_fields_for(key)
+    return fields
 
 
 def _stat(f, a, field, n):
@@ -119,7 +96,7 @@ class DeviceStepBuffer:
     def add(self, name, t, plan):
         """Queues what `plan` (a dict from _core.Hook.plan) asks for `t`."""
         if plan["reductions"] or plan["save_shape"]:
-            fields = needed_fields(plan["reductions"])
+            fields = plan["fields"]  # FieldsRead(plan["reductions"]), from the core
             self.stats.append((name, list(t.shape), t.numel(), fields, device_stats(t, fields)))
         if plan["save_raw"]:
             src = t.detach()

@@ -163,8 +163,9 @@ class Collection(_api.Collection):
             name = getattr(module, "_ts_name", None) or getattr(module, "_module_name", None)
             if name is None:
                 continue
-            for wanted, suffix in ((inputs, "_input_"), (outputs, "_output_")):
-                regex = "^" + re.escape(name) + suffix
+            core = _load_core()
+            for wanted, prefix in ((inputs, core.input_prefix), (outputs, core.output_prefix)):
+                regex = "^" + re.escape(prefix(name))
                 if wanted and regex not in self._c.include_regex:
                     self._c.include(regex)
             del self._modules[module]

@@ -5,7 +5,8 @@ A script written for smdebug works after changing ``import smdebug.pytorch as sm
 names (``Net_fc1.weight``, ``gradient/Net_fc1.weight``, ``relu_output_0``,
 ``CrossEntropyLoss_output_0``, ``scalar/<name>``) and the same steps.
 
-Division of labour: this module registers PyTorch hooks and names tensors; the C++ hook
+Division of labour: this module registers PyTorch hooks and names tensors (with the core's names,
+trainscope/tensor_names.h, cached per module and parameter in _names.py); the C++ hook
 (``trainscope._core.Hook``, trainscope/hook.h) decides everything else: which collections are due
 at which step, what each tensor gets (raw value, reductions, shape, histogram), and writes it.
 
@@ -49,6 +50,7 @@ from .._native import load as _load_core
 from ..exceptions import SMDebugError, SMDebugTypeError, SMDebugValueError, TrainingStopped
 from . import _configs, singleton
 from ._device import DeviceStepBuffer
+from ._names import TensorNames
 from .collection import Collection, CollectionKeys
 
 DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
@@ -88,17 +90,6 @@ def _fsdp_type():
         return FullyShardedDataParallel
     except Exception:  # a torch built without distributed
         return None
-
-
-_FSDP_SEGMENT = "_fsdp_wrapped_module."
-
-
-def _user_name(name):
-    """A parameter or module name as the user's model has it: FSDP units nested inside the
-    model add a "_fsdp_wrapped_module." segment to every name below them."""
-    if _FSDP_SEGMENT not in name + ".":
-        return name
-    return (name + ".").replace(_FSDP_SEGMENT, "")[:-1] or name
 
 
 def _unwrap(module):
@@ -213,11 +204,22 @@ def _warn_if_not_watched(out_dir):
           f"trainscope run --out {out_dir}", file=sys.stderr, flush=True)
 
 
+class _CoreName:
+    """A class attribute read from _core when first used (smdebug's Hook.GRADIENT_PREFIX and
+    friends; the core makes every tensor name, trainscope/tensor_names.h)."""
+
+    def __init__(self, attr):
+        self._attr = attr
+
+    def __get__(self, obj, cls=None):
+        return getattr(_load_core(), self._attr)
+
+
 class Hook:
-    GRADIENT_PREFIX = "gradient/"
-    SCALAR_PREFIX = "scalar/"
-    INPUT_TENSOR_SUFFIX = "_input_"
-    OUTPUT_TENSOR_SUFFIX = "_output_"
+    GRADIENT_PREFIX = _CoreName("GRADIENT_PREFIX")
+    SCALAR_PREFIX = _CoreName("SCALAR_PREFIX")
+    INPUT_TENSOR_SUFFIX = _CoreName("INPUT_TENSOR_SUFFIX")
+    OUTPUT_TENSOR_SUFFIX = _CoreName("OUTPUT_TENSOR_SUFFIX")
 
     def __init__(
         self,
@@ -287,7 +289,9 @@ class Hook:
         self._explicit_steps = False
         self._prepared = False
         self._closed = False
-        self._io_counts = {}
+        self._io_counts = {}  # IndexedNames -> how many of its names this step used
+        self._names = TensorNames()  # every name made by the core, cached
+        self._io_names = {}  # module name -> (IndexedNames of its inputs, of its outputs)
         self._params = []  # (tensor name, parameter) of every registered module
         self._registered = set()  # id() of modules with our forward hook
         self._top_modules = []
@@ -433,7 +437,7 @@ class Hook:
         for name, sub in top.named_modules():
             if sub is not top and "_ts_name" in sub.__dict__ and id(sub) in self._registered:
                 raise SMDebugValueError(f"module {name} is registered already")
-            sub._ts_name = top_name if sub is top else _user_name(name)
+            sub._ts_name = top_name if sub is top else self._names.user_path(name)
         self._top_modules.append(top)
         _copy_unhooked(module)
         for sub in top.modules():
@@ -450,11 +454,11 @@ class Hook:
                 self._add_forward_hook(sub)
         self._attach_activation_modules(top)
         for pname, p in top.named_parameters():
-            name = f"{top_name}_{_user_name(pname)}"
+            name = self._names.parameter(top_name, pname)
             self._params.append((name, p))
             self._c.set_parameter_trainable(name, bool(p.requires_grad))  # _meta.parameters
             if p.requires_grad:  # frozen parameters get no gradient hook
-                self._handles.append(p.register_hook(self._grad_hook(self.GRADIENT_PREFIX + name)))
+                self._handles.append(p.register_hook(self._grad_hook(self._names.gradient(name))))
 
     register_hook = register_module  # smdebug's alias
 
@@ -517,8 +521,11 @@ class Hook:
         if name is None:
             return
         try:
-            self._write_io(name + self.INPUT_TENSOR_SUFFIX, inputs)
-            self._write_io(name + self.OUTPUT_TENSOR_SUFFIX, outputs)
+            io = self._io_names.get(name)
+            if io is None:
+                io = self._io_names[name] = (self._names.inputs(name), self._names.outputs(name))
+            self._write_io(io[0], inputs)
+            self._write_io(io[1], outputs)
         except Exception as e:
             self._report(name, e)
 
@@ -532,17 +539,19 @@ class Hook:
 
         return hook
 
-    def _write_io(self, prefix, value):
+    def _write_io(self, names, value):
+        """Saves the tensors of `value` (nested tuples and lists) under the next of `names`
+        (an IndexedNames: "<module>_output_<i>"...), counting on from earlier calls this step."""
         counts = self._io_counts
-        counts[prefix] = self._write_nested(prefix, value, counts.get(prefix, 0))
+        counts[names] = self._write_nested(names, value, counts.get(names, 0))
 
-    def _write_nested(self, prefix, var, idx):
+    def _write_nested(self, names, var, idx):
         if isinstance(var, torch.Tensor):
-            self._save(prefix + str(idx), var)
+            self._save(names.at(idx), var)
             return idx + 1
         if isinstance(var, (tuple, list)):
             for v in var:
-                idx = self._write_nested(prefix, v, idx)
+                idx = self._write_nested(names, v, idx)
         return idx
 
     def _save(self, name, t):
@@ -567,7 +576,7 @@ class Hook:
             raise SMDebugTypeError(f"tensor_value={tensor_value} must be torch.Tensor")
         if self._saving:
             try:
-                self._write_io(tensor_name + self.OUTPUT_TENSOR_SUFFIX, tensor_value)
+                self._write_io(self._names.outputs(tensor_name), tensor_value)
             except Exception as e:
                 self._report(tensor_name, e)
 
@@ -578,17 +587,16 @@ class Hook:
         v = value
         if isinstance(v, torch.Tensor):
             if v.numel() != 1:
-                raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}")
+                raise self._not_scalar(name, value)
             v = v.detach().reshape(()).item()
         elif hasattr(v, "size") and hasattr(v, "item"):  # numpy
             if v.size != 1:
-                raise SMDebugTypeError(f"scalar/{name} has non scalar value of type: {type(value)}")
+                raise self._not_scalar(name, value)
             v = v.item()
         try:
             v = float(v)
         except (TypeError, ValueError):
-            raise SMDebugTypeError(
-                f"scalar/{name} has non scalar value of type: {type(value)}") from None
+            raise self._not_scalar(name, value) from None
         wall_time = 0.0
         if timestamp is not None:
             try:
@@ -598,6 +606,10 @@ class Hook:
                     f"save_scalar({name!r}): timestamp={timestamp!r} must be epoch seconds "
                     "(a number such as time.time()), or None for now") from None
         self._c.save_scalar(str(name), v, wall_time)
+
+    def _not_scalar(self, name, value):
+        scalar = self._names.scalar(str(name))
+        return SMDebugTypeError(f"{scalar} has non scalar value of type: {type(value)}")
 
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
         """Saves a value under its own name in `collections_to_write` (created if needed), at the

@@ -63,11 +63,13 @@
 #include "trainscope/reductions.h"
 #include "trainscope/status.h"
 #include "trainscope/tensor.h"
+#include "trainscope/tensor_names.h"
 
 namespace trainscope {
 
 // The name trainscope.pytorch gives a module: its class name ("torch::nn::LinearImpl" ->
-// "Linear", "(anonymous namespace)::Net" -> "Net", "NetImpl" -> "Net").
+// "Linear", "(anonymous namespace)::Net" -> "Net", "NetImpl" -> "Net"): module.name() through
+// tensor_names::ModuleClassName (trainscope/tensor_names.h, where every tensor name is made).
 std::string TorchModuleName(const ::torch::nn::Module& module);
 
 // trainscope's DType for a torch dtype; kInvalid for dtypes trainscope cannot store (float8,
@@ -79,9 +81,12 @@ DType TorchDType(c10::ScalarType t);
 Result<TensorView> TorchTensorView(const at::Tensor& t);
 
 // The statistics ComputeStats(view) gives, computed with torch operations on the tensor's own
-// device (in float64; complex tensors reduce |x|), with one transfer of 17 numbers to the host.
-// The hook uses it for tensors on a GPU when only reductions are due.
-Result<TensorStats> TorchTensorStats(const at::Tensor& t);
+// device (in float64; complex tensors reduce |x|), with one transfer to the host. Only `fields`
+// (and count) are computed; the others keep TensorStats' defaults. The hook uses it for tensors
+// on a GPU when only reductions are due, with fields = FieldsRead(the planned reductions)
+// (trainscope/reductions.h: the one table of which statistics a reduction reads).
+Result<TensorStats> TorchTensorStats(const at::Tensor& t,
+                                     StatsFieldSet fields = StatsFieldSet::All());
 
 class TorchHook {
  public:
@@ -126,7 +131,7 @@ class TorchHook {
   // Saves a loss as "<name>_output_<i>" (i counts the losses of that name in the step, from 0),
   // in collection "losses" whatever the name (smdebug's name for a registered loss module is its
   // class: SaveLoss(loss, "CrossEntropyLoss") gives "CrossEntropyLoss_output_0").
-  Status SaveLoss(const at::Tensor& loss, std::string_view name = "loss");
+  Status SaveLoss(const at::Tensor& loss, std::string_view name = tensor_names::kDefaultLossName);
   // smdebug's record_tensor_value: "<name>_output_<i>", saved as the collections say.
   Status RecordTensorValue(std::string_view name, const at::Tensor& value);
   // Saves `value` under `name`, as the collections say (nothing on a step that saves nothing).
