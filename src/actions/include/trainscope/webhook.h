@@ -1,5 +1,5 @@
 // WebhookNotifier: POSTs each finding as JSON to an HTTP(S) URL. The body is the finding's JSON
-// (finding.h) plus a Slack-compatible "text" (FindingSummary and the recommendation), "trial"
+// (finding.h) plus a Slack-compatible "text" (DescribeFinding and the recommendation), "trial"
 // when known, and "source": "trainscope", so a Slack or Mattermost incoming webhook shows a
 // readable message and other receivers get structured fields.
 //
