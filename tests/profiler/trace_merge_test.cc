@@ -252,8 +252,9 @@ TEST(MergeTimelineTest, RuleLinesAreReadWithTheFindingsCodec) {
   auto text = env->ReadFile("/out/t.json");
   ASSERT_TRUE(text.ok());
   EXPECT_TRUE(ValidateTraceEvents(*text).ok());
+  const json doc = json::parse(*text);
   int instants = 0;
-  for (const json& e : json::parse(*text)["traceEvents"]) {
+  for (const json& e : doc["traceEvents"]) {
     if (e["ph"] != "i") continue;
     ++instants;
     EXPECT_EQ(e["name"], "Overfit: kept");
