@@ -110,7 +110,8 @@ TEST(EventLogTest, AFindingAsRulesMakeItIsLoggedWithTheEventLogsKeys) {
   auto lines = Lines((*log)->path());
   ASSERT_EQ(lines.size(), 1u);
   std::set<std::string> keys;
-  for (const auto& item : nlohmann::json::parse(lines[0]).items()) keys.insert(item.key());
+  const nlohmann::json line = nlohmann::json::parse(lines[0]);
+  for (const auto& item : line.items()) keys.insert(item.key());
   EXPECT_EQ(keys, (std::set<std::string>{"v", "event", "kind", "rule", "status", "step", "mode",
                                          "tensor", "value", "threshold", "explanation",
                                          "recommendation", "time_us", "time"}));
