@@ -1,14 +1,14 @@
 // libFuzzer target: a rule's findings, rule-output/<Rule>/events.jsonl
-// (docs/formats/rule_output.md), and the same finding as the actions take it (finding.h), over
-// arbitrary bytes, line by line. RuleFindingFromJson and FindingFromJson never crash; what they
-// accept survives their writer and parses again to the same finding.
+// (docs/formats/rule_output.md), and the same finding as the actions take it (finding.h, the
+// findings' one codec), over arbitrary bytes, line by line. RuleFindingFromJson and
+// RuleFindingFromEventsLine never crash; what they accept survives the writer (every key, and the
+// actions' keys) and parses again to the same finding.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "fuzz_util.h"
 #include "trainscope/finding.h"
-#include "trainscope/rule.h"
 
 using trainscope::fuzz::Require;
 
@@ -20,27 +20,31 @@ bool SameNumber(const std::optional<double>& a, const std::optional<double>& b) 
   return (*a != *a && *b != *b) || *a == *b;  // NaN stays NaN
 }
 
+// The keys both key sets write.
+bool SameActionKeys(const trainscope::RuleFinding& a, const trainscope::RuleFinding& b) {
+  return a.kind == b.kind && a.rule == b.rule && a.status == b.status && a.step == b.step &&
+         a.mode == b.mode && a.tensor == b.tensor && SameNumber(a.value, b.value) &&
+         SameNumber(a.threshold, b.threshold) && a.explanation == b.explanation &&
+         a.recommendation == b.recommendation && a.time_micros == b.time_micros;
+}
+
+void RoundTrip(const trainscope::Result<trainscope::RuleFinding>& f) {
+  if (!f.ok()) return;
+  auto again = trainscope::RuleFindingFromJson(trainscope::RuleFindingToJson(*f));
+  Require(again.ok(), "RuleFindingToJson's output does not parse");
+  Require(SameActionKeys(*again, *f) && again->mode_step == f->mode_step &&
+              again->condition == f->condition && again->trial == f->trial &&
+              again->stop_training == f->stop_training,
+          "rule finding changed in a round trip");
+  auto actions = trainscope::RuleFindingFromJson(
+      trainscope::RuleFindingToJson(*f, trainscope::FindingKeys::kActions));
+  Require(actions.ok(), "RuleFindingToJson's actions output does not parse");
+  Require(SameActionKeys(*actions, *f), "finding changed in a round trip of the actions' keys");
+}
+
 void OneLine(std::string_view line) {
-  auto f = trainscope::RuleFindingFromJson(line);
-  if (f.ok()) {
-    auto again = trainscope::RuleFindingFromJson(trainscope::RuleFindingToJson(*f));
-    Require(again.ok(), "RuleFindingToJson's output does not parse");
-    Require(again->rule == f->rule && again->step == f->step && again->mode == f->mode &&
-                again->mode_step == f->mode_step && again->tensor == f->tensor &&
-                SameNumber(again->value, f->value) && SameNumber(again->threshold, f->threshold) &&
-                again->explanation == f->explanation && again->stop_training == f->stop_training,
-            "rule finding changed in a round trip");
-  }
-  auto g = trainscope::FindingFromJson(line);
-  if (g.ok()) {
-    auto again = trainscope::FindingFromJson(trainscope::FindingToJson(*g));
-    Require(again.ok(), "FindingToJson's output does not parse");
-    Require(again->kind == g->kind && again->rule == g->rule && again->status == g->status &&
-                again->step == g->step && again->mode == g->mode && again->tensor == g->tensor &&
-                SameNumber(again->value, g->value) && SameNumber(again->threshold, g->threshold) &&
-                again->explanation == g->explanation,
-            "finding changed in a round trip");
-  }
+  RoundTrip(trainscope::RuleFindingFromJson(line));
+  RoundTrip(trainscope::RuleFindingFromEventsLine(line, "LossNotDecreasing"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "fuzz_util.h"
 #include "trainscope/env.h"
 #include "trainscope/profiler_format.h"
+#include "trainscope/rule_output_format.h"
 #include "trainscope/trace_merge.h"
 
 using trainscope::fuzz::Require;
@@ -29,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   put(pf::SystemMetricsFilePath(1704110400, 1), parts[0]);
   put(pf::TimelineFilePath(1704110412345678, "node-1", pf::kPythonTimelineSuffix), parts[1]);
   put(std::string(pf::kPytorchDetailedProfilingDir) + "/node-1/trace.json", parts[2]);
-  put(std::string(pf::kRuleOutputDir) + "/LossNotDecreasing/" + std::string(pf::kRuleEventsFile),
+  put(std::string(trainscope::rule_output_format::kRuleOutputDir) + "/LossNotDecreasing/" +
+          std::string(trainscope::rule_output_format::kEventsFile),
       parts[3]);
   auto merged = trainscope::MergeTimeline(env.get(), "/t", "/out/trace.json");
   Require(merged.ok(), "MergeTimeline failed on readable inputs");

@@ -205,8 +205,8 @@ void ActionSet::Add(std::unique_ptr<Action> action, TriggerPolicy policy) {
   entries_.push_back(Entry{std::move(action), policy, {}});
 }
 
-Status ActionSet::Dispatch(const Finding& input) {
-  Finding finding = input;
+Status ActionSet::Dispatch(const RuleFinding& input) {
+  RuleFinding finding = input;
   if (finding.time_micros == 0) {
     finding.time_micros = static_cast<int64_t>(context_.env->NowMicros());
   }

@@ -50,7 +50,7 @@ void AsyncSender::Report(const Job& job, ActionResult result, int attempts, std:
   on_outcome_(o);
 }
 
-Status AsyncSender::Enqueue(const Finding& finding, std::string payload) {
+Status AsyncSender::Enqueue(const RuleFinding& finding, std::string payload) {
   Job job{finding.rule, finding.step, std::move(payload)};
   std::string why;
   {

@@ -53,7 +53,7 @@ class AsyncSender {
 
   // Queues `payload` on behalf of `finding`. Unavailable (and a "dropped" outcome) when the
   // queue is full or the sender is closed.
-  Status Enqueue(const Finding& finding, std::string payload);
+  Status Enqueue(const RuleFinding& finding, std::string payload);
   // Waits until the queue is empty and nothing is in flight, at most `timeout`.
   bool Flush(std::chrono::milliseconds timeout);
   // Stops accepting jobs, waits up to `drain` for the queue to empty, then cancels the rest

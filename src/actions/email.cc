@@ -8,7 +8,6 @@
 
 #include "actions/async_sender.h"
 #include "actions/curl_util.h"
-#include "actions/finding_json.h"
 
 namespace trainscope {
 
@@ -141,7 +140,7 @@ size_t ReadMessage(char* buffer, size_t size, size_t nitems, void* userp) {
 
 }  // namespace
 
-std::string EmailNotifier::FormatMessage(const EmailOptions& options, const Finding& f,
+std::string EmailNotifier::FormatMessage(const EmailOptions& options, const RuleFinding& f,
                                          int64_t now_micros) {
   static std::atomic<uint64_t> counter{0};
   const std::string host = HostName();
@@ -151,7 +150,7 @@ std::string EmailNotifier::FormatMessage(const EmailOptions& options, const Find
     to += HeaderSafe(addr);
   }
   std::string subject = options.subject_prefix.empty() ? "" : options.subject_prefix + " ";
-  subject += f.rule + ": " + std::string(RuleStatusName(f.status));
+  subject += f.rule + ": " + std::string(RuleEvaluationStatusName(f.status));
   if (f.step >= 0) subject += " at step " + std::to_string(f.step);
 
   std::string m;
@@ -165,9 +164,9 @@ std::string EmailNotifier::FormatMessage(const EmailOptions& options, const Find
   m += "Content-Type: text/plain; charset=utf-8\r\n";
   m += "Content-Transfer-Encoding: 8bit\r\n";
   m += "X-Trainscope-Rule: " + EncodeHeaderText(f.rule) + "\r\n";
-  m += "X-Trainscope-Status: " + std::string(RuleStatusName(f.status)) + "\r\n";
+  m += "X-Trainscope-Status: " + std::string(RuleEvaluationStatusName(f.status)) + "\r\n";
   m += "\r\n";
-  m += Wrap(FindingSummary(f), "");
+  m += Wrap(DescribeFinding(f), "");
   if (!f.explanation.empty()) {
     m += "\r\nWhat was found:\r\n" + Wrap(f.explanation, "  ");
   }
@@ -176,15 +175,15 @@ std::string EmailNotifier::FormatMessage(const EmailOptions& options, const Find
   }
   m += "\r\nDetails:\r\n";
   m += "  Rule:      " + f.rule + "\r\n";
-  m += "  Status:    " + std::string(RuleStatusName(f.status)) + "\r\n";
+  m += "  Status:    " + std::string(RuleEvaluationStatusName(f.status)) + "\r\n";
   if (f.step >= 0) {
     m += "  Step:      " + std::to_string(f.step);
     if (f.mode) m += " (" + std::string(ModeName(*f.mode)) + ")";
     m += "\r\n";
   }
   if (!f.tensor.empty()) m += "  Tensor:    " + f.tensor + "\r\n";
-  if (f.value) m += "  Value:     " + actions_internal::FormatNumber(*f.value) + "\r\n";
-  if (f.threshold) m += "  Threshold: " + actions_internal::FormatNumber(*f.threshold) + "\r\n";
+  if (f.value) m += "  Value:     " + FindingNumber(*f.value) + "\r\n";
+  if (f.threshold) m += "  Threshold: " + FindingNumber(*f.threshold) + "\r\n";
   if (f.time_micros != 0) m += "  Time:      " + FormatTimeUtc(f.time_micros) + "\r\n";
   if (!options.trial.empty()) m += "  Trial:     " + options.trial + "\r\n";
   m += "\r\n-- \r\nSent by trainscope on " + host + ".\r\n";
@@ -292,7 +291,7 @@ Result<std::unique_ptr<EmailNotifier>> EmailNotifier::Create(EmailOptions option
 
 std::string EmailNotifier::target() const { return impl_->target; }
 
-Status EmailNotifier::Notify(const Finding& finding) {
+Status EmailNotifier::Notify(const RuleFinding& finding) {
   return impl_->sender->Enqueue(
       finding, FormatMessage(impl_->options, finding, actions_internal::WallMicros()));
 }

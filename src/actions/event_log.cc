@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "actions/finding_json.h"
 #include "trainscope/actions_format.h"
+#include "trainscope/finding.h"
 
 namespace trainscope {
 namespace {
@@ -79,14 +79,14 @@ Status EventLog::AppendLine(std::string line) {
   return Status::OK();
 }
 
-Status EventLog::LogFinding(const Finding& finding) {
+Status EventLog::LogFinding(const RuleFinding& finding) {
   json j = json::object();
   j["v"] = fmt::kEventLogVersion;
   j["event"] = finding.kind == FindingKind::kStatusChange ? std::string(fmt::kEventStatus)
                                                           : std::string(fmt::kEventFinding);
-  Finding stamped = finding;
+  RuleFinding stamped = finding;
   if (stamped.time_micros == 0) stamped.time_micros = static_cast<int64_t>(env_->NowMicros());
-  j.update(actions_internal::FindingToJsonObject(stamped));
+  j.update(json::parse(RuleFindingToJson(stamped, FindingKeys::kActions)));
   return AppendLine(Dump(j));
 }
 
@@ -136,7 +136,7 @@ Status ReadEvents(Env* env, const std::string& path, uint64_t* offset,
       ev.time_micros = it->get<int64_t>();
     }
     if (ev.event == fmt::kEventFinding || ev.event == fmt::kEventStatus) {
-      Result<Finding> f = actions_internal::FindingFromJsonObject(j);
+      Result<RuleFinding> f = RuleFindingFromJson(line);
       if (!f.ok()) {
         return f.status().WithContext("event log " + path + " at byte " +
                                       std::to_string(line_offset));

@@ -34,14 +34,14 @@ std::string Name(std::string_view suffix) { return std::string(kPrefix) + std::s
 
 }  // namespace
 
-void PrometheusExporter::SetRuleStatus(std::string_view rule, RuleStatus status) {
+void PrometheusExporter::SetRuleStatus(std::string_view rule, RuleEvaluationStatus status) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = rules_.find(rule);
   if (it == rules_.end()) it = rules_.emplace(std::string(rule), RuleState{}).first;
   it->second.status = status;
 }
 
-void PrometheusExporter::RecordFinding(const Finding& f) {
+void PrometheusExporter::RecordFinding(const RuleFinding& f) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = rules_.find(f.rule);
   if (it == rules_.end()) it = rules_.emplace(f.rule, RuleState{}).first;
@@ -110,8 +110,8 @@ std::string PrometheusExporter::Render() const {
   w.Family(Name("rule_status"),
            "Current status of each rule: 1 for the status it is in, 0 for the others.", "gauge");
   for (const auto& [rule, r] : rules_) {
-    for (RuleStatus s : kAllRuleStatuses) {
-      w.Sample(Name("rule_status"), {{"rule", rule}, {"status", RuleStatusName(s)}},
+    for (RuleEvaluationStatus s : kAllRuleEvaluationStatuses) {
+      w.Sample(Name("rule_status"), {{"rule", rule}, {"status", RuleEvaluationStatusName(s)}},
                s == r.status ? 1 : 0);
     }
   }

@@ -1,16 +1,14 @@
 #include "trainscope/stop_action.h"
 
-#include "actions/finding_json.h"
-
 namespace trainscope {
 
-StopRequest StopRequestFromFinding(const Finding& f) {
+StopRequest StopRequestFromFinding(const RuleFinding& f) {
   StopRequest r;
   r.source = "rule";
   r.rule = f.rule;
   r.step = f.step;
   r.mode = f.mode;
-  r.explanation = f.explanation.empty() ? FindingSummary(f) : f.explanation;
+  r.explanation = f.explanation.empty() ? DescribeFinding(f) : f.explanation;
   r.recommendation = f.recommendation;
   r.time_micros = f.time_micros;
   return r;
@@ -28,7 +26,7 @@ class StopTrainingAction final : public Action {
   std::string_view kind() const override { return "stop"; }
   std::string target() const override { return StopSignal::PathFor(trial_dir_); }
 
-  Status Notify(const Finding& finding) override {
+  Status Notify(const RuleFinding& finding) override {
     if (finding.kind != FindingKind::kFinding) return Status::OK();
     StopRequest request = StopRequestFromFinding(finding);
     if (request.time_micros == 0) request.time_micros = static_cast<int64_t>(env_->NowMicros());

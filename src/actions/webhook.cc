@@ -4,7 +4,6 @@
 
 #include "actions/async_sender.h"
 #include "actions/curl_util.h"
-#include "actions/finding_json.h"
 
 namespace trainscope {
 
@@ -121,9 +120,9 @@ Result<std::unique_ptr<WebhookNotifier>> WebhookNotifier::Create(WebhookOptions 
 
 std::string WebhookNotifier::target() const { return impl_->target; }
 
-std::string WebhookNotifier::Payload(const Finding& finding, const std::string& trial) {
-  nlohmann::json j = actions_internal::FindingToJsonObject(finding);
-  std::string text = "[trainscope] " + FindingSummary(finding);
+std::string WebhookNotifier::Payload(const RuleFinding& finding, const std::string& trial) {
+  nlohmann::json j = nlohmann::json::parse(RuleFindingToJson(finding, FindingKeys::kActions));
+  std::string text = "[trainscope] " + DescribeFinding(finding);
   if (!finding.recommendation.empty()) text += "\nRecommendation: " + finding.recommendation;
   if (!trial.empty()) text += "\nTrial: " + trial;
   j["text"] = text;
@@ -132,7 +131,7 @@ std::string WebhookNotifier::Payload(const Finding& finding, const std::string& 
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Status WebhookNotifier::Notify(const Finding& finding) {
+Status WebhookNotifier::Notify(const RuleFinding& finding) {
   return impl_->sender->Enqueue(finding, Payload(finding, impl_->options.trial));
 }
 

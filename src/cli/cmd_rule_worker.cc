@@ -207,15 +207,9 @@ int RunWorker(const WorkerOptions& o) {
   }
   ActionSet* action_set = actions->get();
   const std::string dir = o.dir;
-  runner->AddSink([action_set, env, dir](const RuleFinding& f, const std::string& json) {
-    auto finding = FindingFromJson(json);
-    if (!finding.ok()) {
-      std::fprintf(stderr, "trainscope: cannot hand a finding of %s to actions: %s\n",
-                   f.rule.c_str(), EscapeForTerminal(finding.status().message()).c_str());
-      return;
-    }
-    (void)action_set->Dispatch(*finding);
-    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequestFromFinding(*finding));
+  runner->AddSink([action_set, env, dir](const RuleFinding& f, const std::string&) {
+    (void)action_set->Dispatch(f);
+    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequestFromFinding(f));
   });
   Status added = runner->AddRule(std::move(*rule));
   if (!added.ok()) {

@@ -355,10 +355,10 @@ class LiveView {
 };
 
 // The rules' statuses as the metrics feed takes them: by rule, nullopt where unreadable.
-std::map<std::string, std::optional<RuleStatus>> FeedStatuses(
+std::map<std::string, std::optional<RuleEvaluationStatus>> FeedStatuses(
     const std::vector<RuleStatusView>& rules) {
-  std::map<std::string, std::optional<RuleStatus>> out;
-  for (const auto& r : rules) out[r.rule] = RuleStatusFromName(r.status);
+  std::map<std::string, std::optional<RuleEvaluationStatus>> out;
+  for (const auto& r : rules) out[r.rule] = RuleEvaluationStatusFromName(r.status);
   return out;
 }
 

@@ -119,23 +119,21 @@ std::string RenderStatusTable(const std::vector<RuleStatusView>& rules) {
 namespace {
 
 std::vector<Diagnosis> DiagnoseStatuses(const std::vector<RuleStatusView>& rules) {
-  std::vector<FindingSummary> findings;
+  std::vector<RuleFinding> findings;
   for (const auto& r : rules) {
     if (!r.first_finding.is_object()) continue;
-    FindingSummary f;
-    f.rule = r.rule;
-    f.step = JsonInt(r.first_finding, "step", -1);
-    f.tensor = JsonString(r.first_finding, "tensor");
-    f.condition = JsonString(r.first_finding, "condition");
-    f.explanation = JsonString(r.first_finding, "explanation");
-    f.recommendation = JsonString(r.first_finding, "recommendation");
-    findings.push_back(std::move(f));
+    // The line through the findings' one codec (finding.h); one it rejects diagnoses nothing.
+    auto f = RuleFindingFromEventsLine(
+        r.first_finding.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), r.rule);
+    if (!f.ok()) continue;
+    f->rule = r.rule;  // the folder's name, as the table shows it
+    findings.push_back(std::move(f).value());
   }
   return Diagnose(std::move(findings));
 }
 
 // "DeadRelu at step 20 on relu1_output_0".
-std::string FindingHeadline(const FindingSummary& f) {
+std::string FindingHeadline(const RuleFinding& f) {
   std::string text = f.rule;
   if (f.step >= 0) text += " at step " + std::to_string(f.step);  // profiler findings: none
   if (!f.tensor.empty()) text += " on " + f.tensor;

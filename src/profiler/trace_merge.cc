@@ -10,7 +10,9 @@
 #include <tuple>
 
 #include "profiler/reader_util.h"
+#include "trainscope/finding.h"
 #include "trainscope/profiler_format.h"
+#include "trainscope/rule_output_format.h"
 
 namespace trainscope {
 namespace pf = profiler_format;
@@ -55,33 +57,14 @@ struct TorchTrace {
   double base_frac = 0;  // sub-microsecond part
 };
 
-struct RuleFinding {
-  std::string rule;
-  int64_t time_us;
-  std::string message;
-  json record;
+// A rule's finding on the timeline: a line of its events.jsonl (docs/formats/rule_output.md),
+// read with the findings' one codec (RuleFindingFromEventsLine, finding.h).
+struct TimelineFinding {
+  std::string rule;     // the rule's folder
+  int64_t time_us;      // the finding's time_us (epoch microseconds)
+  std::string message;  // its explanation; without one, its status
+  json record;          // the line as written: the event's args
 };
-
-// A finding's line in events.jsonl (docs/formats/rule_output.md, written by the rules'
-// FindingToJson): its time is `time_us` (epoch microseconds), what was found is `explanation`
-// (a status line without one: its `status`).
-std::optional<int64_t> FindingTime(const json& j) {
-  auto it = j.find("time_us");
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  const double us = it->get<double>();
-  if (std::isfinite(us) && std::fabs(us) < 9e18) return std::llround(us);
-  return std::nullopt;
-}
-
-std::string FindingMessage(const json& j) {
-  for (const char* k : {"explanation", "status"}) {
-    if (auto it = j.find(k); it != j.end() && it->is_string() && !it->get<std::string>().empty()) {
-      return it->get<std::string>();
-    }
-  }
-  return "finding";
-}
 
 class Merger {
  public:
@@ -238,12 +221,12 @@ class Merger {
   }
 
   void GatherRules() {
-    const std::string root = JoinPath(trial_, pf::kRuleOutputDir);
+    const std::string root = JoinPath(trial_, rule_output_format::kRuleOutputDir);
     auto rules = env_->GetChildren(root);
     if (!rules.ok()) return;  // no rules ran
     std::sort(rules->begin(), rules->end());
     for (const std::string& rule : *rules) {
-      const std::string path = JoinPath(JoinPath(root, rule), pf::kRuleEventsFile);
+      const std::string path = JoinPath(JoinPath(root, rule), rule_output_format::kEventsFile);
       if (!env_->FileExists(path)) continue;
       auto text = env_->ReadFile(path, pf::kMaxReadFileBytes);
       if (!text.ok()) {
@@ -252,20 +235,23 @@ class Merger {
       }
       int64_t skipped = 0;
       reader_util::ForEachLine(*text, [&](std::string_view line, int64_t) {
-        json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-        std::optional<int64_t> t;
-        if (!j.is_discarded() && j.is_object()) t = FindingTime(j);
-        if (!t) {
+        Result<RuleFinding> f = RuleFindingFromEventsLine(line, rule);
+        if (!f.ok() || f->time_micros == 0) {
           ++skipped;
           return;
         }
-        if (!InRange(*t, *t)) return;
-        See(*t);
-        findings_.push_back({rule, *t, FindingMessage(j), std::move(j)});
+        const int64_t t = f->time_micros;
+        if (!InRange(t, t)) return;
+        See(t);
+        std::string message = !f->explanation.empty()
+                                  ? std::move(f->explanation)
+                                  : std::string(RuleEvaluationStatusName(f->status));
+        findings_.push_back(
+            {rule, t, std::move(message), json::parse(line, nullptr, /*allow_exceptions=*/false)});
       });
       if (skipped > 0) {
         Warn(path + ": " + std::to_string(skipped) +
-             " line(s) without a JSON object holding time_us; skipped");
+             " line(s) that are not a finding with a time_us; skipped");
       }
     }
   }
@@ -277,7 +263,7 @@ class Merger {
     if (findings_.empty()) return;
     Metadata(kRulesPid, "rules", kRulesPid);
     std::map<std::string, int64_t> tid_of;
-    for (const RuleFinding& f : findings_) {
+    for (const TimelineFinding& f : findings_) {
       auto [it, added] = tid_of.try_emplace(f.rule, static_cast<int64_t>(tid_of.size()) + 1);
       if (added) {
         Add({{"name", "thread_name"},
@@ -492,7 +478,7 @@ class Merger {
   std::vector<SystemMetricEvent> system_;
   std::vector<TimelineEvent> framework_;
   std::vector<TorchTrace> torch_;
-  std::vector<RuleFinding> findings_;
+  std::vector<TimelineFinding> findings_;
   std::string body_;
   std::map<std::string, int64_t> flow_ids_;  // (trace index:id) -> the id written
 };

@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, kOther + 1> kStageNames = {
     "input data", "initialisation", "divergence",     "units",
     "gradients",  "loss",           "generalisation", "other"};
 
-Stage StageOf(const FindingSummary& f) {
+Stage StageOf(const RuleFinding& f) {
   struct Entry {
     std::string_view rule;
     Stage stage;
@@ -51,17 +51,17 @@ Stage StageOf(const FindingSummary& f) {
 }
 
 // Steps order findings; a finding without a step comes after every finding with one.
-int64_t StepKey(const FindingSummary& f) { return f.step >= 0 ? f.step : INT64_MAX; }
+int64_t StepKey(const RuleFinding& f) { return f.step >= 0 ? f.step : INT64_MAX; }
 
 }  // namespace
 
-std::string DiagnosisStage(const FindingSummary& f) { return std::string(kStageNames[StageOf(f)]); }
+std::string DiagnosisStage(const RuleFinding& f) { return std::string(kStageNames[StageOf(f)]); }
 
-std::vector<Diagnosis> Diagnose(std::vector<FindingSummary> findings) {
+std::vector<Diagnosis> Diagnose(std::vector<RuleFinding> findings) {
   std::stable_sort(
       findings.begin(), findings.end(),
-      [](const FindingSummary& a, const FindingSummary& b) { return StepKey(a) < StepKey(b); });
-  std::vector<std::pair<Stage, FindingSummary>> chain;
+      [](const RuleFinding& a, const RuleFinding& b) { return StepKey(a) < StepKey(b); });
+  std::vector<std::pair<Stage, RuleFinding>> chain;
   std::vector<Diagnosis> out, others;
   for (auto& f : findings) {
     const Stage s = StageOf(f);
@@ -83,7 +83,7 @@ std::vector<Diagnosis> Diagnose(std::vector<FindingSummary> findings) {
     }
     const Stage stage = chain[lead].first;
     Diagnosis d{std::move(chain[lead].second), std::string(kStageNames[stage]), {}};
-    std::vector<std::pair<Stage, FindingSummary>> rest;
+    std::vector<std::pair<Stage, RuleFinding>> rest;
     for (size_t i = 0; i < chain.size(); ++i) {
       if (i == lead) continue;
       if (chain[i].first >= stage) {

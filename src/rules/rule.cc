@@ -1,128 +1,13 @@
 #include "trainscope/rule.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <ctime>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "rules/json_util.h"
 #include "trainscope/rule_data.h"
 
 namespace trainscope {
-
-std::string_view RuleEvaluationStatusName(RuleEvaluationStatus s) {
-  switch (s) {
-    case RuleEvaluationStatus::kInProgress:
-      return "InProgress";
-    case RuleEvaluationStatus::kIssuesFound:
-      return "IssuesFound";
-    case RuleEvaluationStatus::kNoIssuesFound:
-      return "NoIssuesFound";
-    case RuleEvaluationStatus::kError:
-      return "Error";
-    case RuleEvaluationStatus::kStopped:
-      return "Stopped";
-  }
-  return "Unknown";
-}
-
-std::optional<RuleEvaluationStatus> RuleEvaluationStatusFromName(std::string_view name) {
-  for (int i = 0; i <= 4; ++i) {
-    auto s = static_cast<RuleEvaluationStatus>(i);
-    std::string_view n = RuleEvaluationStatusName(s);
-    if (n.size() != name.size()) continue;
-    bool eq = true;
-    for (size_t k = 0; k < n.size() && eq; ++k) {
-      eq = std::tolower(static_cast<unsigned char>(n[k])) ==
-           std::tolower(static_cast<unsigned char>(name[k]));
-    }
-    if (eq) return s;
-  }
-  return std::nullopt;
-}
-
-std::string RuleFindingToJson(const RuleFinding& f) {
-  nlohmann::json j = nlohmann::json::object();
-  j["kind"] = "finding";
-  j["rule"] = f.rule;
-  j["status"] = "IssuesFound";
-  if (f.step >= 0) j["step"] = f.step;
-  if (f.mode) j["mode"] = std::string(ModeName(*f.mode));
-  if (f.mode_step >= 0) j["mode_step"] = f.mode_step;
-  if (!f.tensor.empty()) j["tensor"] = f.tensor;
-  if (f.value) j["value"] = rules_internal::DoubleToJson(*f.value);
-  if (f.threshold) j["threshold"] = rules_internal::DoubleToJson(*f.threshold);
-  if (!f.condition.empty()) j["condition"] = f.condition;
-  if (!f.explanation.empty()) j["explanation"] = f.explanation;
-  if (!f.recommendation.empty()) j["recommendation"] = f.recommendation;
-  if (!f.trial.empty()) j["trial"] = f.trial;
-  if (f.stop_training) j["stop_training"] = true;
-  if (f.time_micros != 0) {
-    j["time_us"] = f.time_micros;
-    j["time"] = FormatTimeUtc(f.time_micros);
-  }
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-Result<RuleFinding> RuleFindingFromJson(std::string_view json) {
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument("rule finding: not a JSON object: " +
-                                   std::string(json.substr(0, 200)));
-  }
-  RuleFinding f;
-  auto bad = [](std::string_view key) {
-    return Status::InvalidArgument("rule finding: key \"" + std::string(key) +
-                                   "\" has the wrong type");
-  };
-  auto get_string = [&](const char* key, std::string* out) -> Status {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return Status::OK();
-    if (!it->is_string()) return bad(key);
-    *out = it->get<std::string>();
-    return Status::OK();
-  };
-  auto get_int = [&](const char* key, int64_t* out) -> Status {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return Status::OK();
-    if (!it->is_number_integer()) return bad(key);
-    *out = it->get<int64_t>();
-    return Status::OK();
-  };
-  auto get_double = [&](const char* key, std::optional<double>* out) -> Status {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return Status::OK();
-    *out = rules_internal::DoubleFromJson(*it);
-    if (!*out) return bad(key);
-    return Status::OK();
-  };
-  TS_RETURN_IF_ERROR(get_string("rule", &f.rule));
-  if (f.rule.empty()) return Status::InvalidArgument("rule finding: key \"rule\" is missing");
-  TS_RETURN_IF_ERROR(get_int("step", &f.step));
-  std::string mode;
-  TS_RETURN_IF_ERROR(get_string("mode", &mode));
-  if (!mode.empty()) {
-    f.mode = ModeFromName(mode);
-    if (!f.mode) return bad("mode");
-  }
-  TS_RETURN_IF_ERROR(get_int("mode_step", &f.mode_step));
-  TS_RETURN_IF_ERROR(get_string("tensor", &f.tensor));
-  TS_RETURN_IF_ERROR(get_double("value", &f.value));
-  TS_RETURN_IF_ERROR(get_double("threshold", &f.threshold));
-  TS_RETURN_IF_ERROR(get_string("condition", &f.condition));
-  TS_RETURN_IF_ERROR(get_string("explanation", &f.explanation));
-  TS_RETURN_IF_ERROR(get_string("recommendation", &f.recommendation));
-  TS_RETURN_IF_ERROR(get_string("trial", &f.trial));
-  if (auto it = j.find("stop_training"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean()) return bad("stop_training");
-    f.stop_training = it->get<bool>();
-  }
-  TS_RETURN_IF_ERROR(get_int("time_us", &f.time_micros));
-  return f;
-}
 
 namespace {
 

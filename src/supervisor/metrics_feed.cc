@@ -22,7 +22,7 @@ MetricsFeed::MetricsFeed(PrometheusExporter* metrics, std::string trial_dir, Env
       trial_path_(std::move(trial_dir)),
       env_(env != nullptr ? env : Env::Default()) {}
 
-void MetricsFeed::Poll(const std::map<std::string, std::optional<RuleStatus>>& rules) {
+void MetricsFeed::Poll(const std::map<std::string, std::optional<RuleEvaluationStatus>>& rules) {
   for (const auto& [rule, status] : rules) {
     ReadNewFindings(rule);
     if (status) metrics_->SetRuleStatus(rule, *status);
@@ -70,7 +70,7 @@ void MetricsFeed::ReadNewFindings(const std::string& rule) {
   size_t begin = 0;
   for (size_t end; (end = text->find('\n', begin)) != std::string::npos; begin = end + 1) {
     const std::string_view line(text->data() + begin, end - begin);
-    if (auto f = FindingFromJson(line); f.ok()) metrics_->RecordFinding(*f);
+    if (auto f = RuleFindingFromJson(line); f.ok()) metrics_->RecordFinding(*f);
   }
   offset += begin;
 }

@@ -16,8 +16,8 @@ using testing::PyServer;
 using testing::TempDir;
 using namespace std::chrono_literals;
 
-Finding MakeFinding(std::string rule, int64_t step) {
-  Finding f;
+RuleFinding MakeFinding(std::string rule, int64_t step) {
+  RuleFinding f;
   f.rule = std::move(rule);
   f.step = step;
   f.explanation = "the condition was met";
@@ -174,7 +174,10 @@ TEST(ActionSetTest, DispatchActsLogsAndCounts) {
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ((*set)->size(), 2u);
 
-  ASSERT_TRUE((*set)->Dispatch(Finding::StatusChange("Overfit", RuleStatus::kInProgress)).ok());
+  ASSERT_TRUE(
+      (*set)
+          ->Dispatch(RuleFinding::StatusChange("Overfit", RuleEvaluationStatus::kInProgress))
+          .ok());
   EXPECT_FALSE(StopSignal::Check(trial.path())) << "status changes trigger nothing by default";
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("ExplodingTensor", 42)).ok());
   ASSERT_TRUE((*set)->Flush(20s));
@@ -226,7 +229,8 @@ TEST(ActionSetTest, MinIntervalSuppressesRepeatsPerRuleAndOnAllSendsStatusChange
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("A", 1)).ok());
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("A", 2)).ok());  // within the hour: suppressed
   ASSERT_TRUE((*set)->Dispatch(MakeFinding("B", 3)).ok());  // another rule: sent
-  ASSERT_TRUE((*set)->Dispatch(Finding::StatusChange("A", RuleStatus::kStopped)).ok());
+  ASSERT_TRUE(
+      (*set)->Dispatch(RuleFinding::StatusChange("A", RuleEvaluationStatus::kStopped)).ok());
   ASSERT_TRUE((*set)->Flush(20s));
 
   std::vector<std::string> bodies;

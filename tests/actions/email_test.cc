@@ -15,8 +15,8 @@ namespace {
 using testing::PyServer;
 using namespace std::chrono_literals;
 
-Finding Sample() {
-  Finding f;
+RuleFinding Sample() {
+  RuleFinding f;
   f.rule = "ExplodingTensor";
   f.step = 1200;
   f.mode = Mode::kTrain;
@@ -101,7 +101,7 @@ TEST(EmailTest, NonAsciiSubjectAndDotLinesArriveIntact) {
   ASSERT_GT(sink.port(), 0) << PyServer::Help();
   auto n = EmailNotifier::Create(Options(sink.port()));
   ASSERT_TRUE(n.ok());
-  Finding f = Sample();
+  RuleFinding f = Sample();
   f.rule = "Règle_Été";
   f.explanation = "first line\n.\n..two dots\nlast line";
   ASSERT_TRUE((*n)->Notify(f).ok());
@@ -207,7 +207,7 @@ TEST(EmailTest, RejectsBadOptions) {
 
 TEST(EmailTest, FormatMessageHeaders) {
   EmailOptions o = Options(25);
-  Finding f = Sample();
+  RuleFinding f = Sample();
   f.rule = "Evil\r\nBcc: x@y.z";
   std::string m = EmailNotifier::FormatMessage(o, f, 1795255200000000);
   EXPECT_NE(m.find("Date: Sat, 21 Nov 2026 10:00:00 +0000\r\n"), std::string::npos) << m;

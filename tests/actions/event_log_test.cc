@@ -15,8 +15,8 @@ namespace {
 
 using testing::TempDir;
 
-Finding MakeFinding(std::string rule, int64_t step) {
-  Finding f;
+RuleFinding MakeFinding(std::string rule, int64_t step) {
+  RuleFinding f;
   f.rule = std::move(rule);
   f.step = step;
   f.tensor = "loss";
@@ -40,7 +40,8 @@ TEST(EventLogTest, WritesOneJsonLinePerEventAndReadsThemBack) {
   EXPECT_EQ((*log)->path(), trial.path() + "/rule-output/events.log.jsonl");
   ASSERT_TRUE((*log)->LogFinding(MakeFinding("LossNotDecreasing", 10)).ok());
   ASSERT_TRUE((*log)
-                  ->LogFinding(Finding::StatusChange("LossNotDecreasing", RuleStatus::kIssuesFound))
+                  ->LogFinding(RuleFinding::StatusChange("LossNotDecreasing",
+                                                         RuleEvaluationStatus::kIssuesFound))
                   .ok());
   ActionOutcome o;
   o.action = "webhook";
@@ -91,6 +92,31 @@ TEST(EventLogTest, WritesOneJsonLinePerEventAndReadsThemBack) {
   EXPECT_EQ(events[0].finding->rule, "Overfit");
 }
 
+// The runner's findings reach the actions as they are (no JSON round trip), with the keys only
+// events.jsonl has; the event log writes the keys of event_log.md, no more.
+TEST(EventLogTest, AFindingAsRulesMakeItIsLoggedWithTheEventLogsKeys) {
+  TempDir trial;
+  auto log = EventLog::Open(nullptr, trial.path());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  RuleFinding f = MakeFinding("StalledTrainingRule", 30);
+  f.mode = Mode::kTrain;
+  f.mode_step = 28;
+  f.threshold = 5;
+  f.condition = "no step for threshold seconds";
+  f.recommendation = "look at the data loader";
+  f.trial = trial.path();
+  f.stop_training = true;
+  ASSERT_TRUE((*log)->LogFinding(f).ok());
+  auto lines = Lines((*log)->path());
+  ASSERT_EQ(lines.size(), 1u);
+  std::set<std::string> keys;
+  const nlohmann::json line = nlohmann::json::parse(lines[0]);
+  for (const auto& item : line.items()) keys.insert(item.key());
+  EXPECT_EQ(keys, (std::set<std::string>{"v", "event", "kind", "rule", "status", "step", "mode",
+                                         "tensor", "value", "threshold", "explanation",
+                                         "recommendation", "time_us", "time"}));
+}
+
 TEST(EventLogTest, ReopeningAppends) {
   TempDir trial;
   {
@@ -120,7 +146,7 @@ TEST(EventLogTest, ReaderLeavesAPartialLastLineForLater) {
   std::ofstream(path, std::ios::app) << "tus\":\"Error\"}\n";
   ASSERT_TRUE(ReadEvents(nullptr, path, &offset, &events).ok());
   ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[1].finding->status, RuleStatus::kError);
+  EXPECT_EQ(events[1].finding->status, RuleEvaluationStatus::kError);
   EXPECT_GT(offset, after_first);
 }
 
@@ -217,7 +243,7 @@ TEST(EventLogTest, SeveralProcessesAppendWithoutInterleaving) {
       auto log = EventLog::Open(nullptr, trial.path());
       if (!log.ok()) ::_exit(1);
       for (int i = 0; i < kLines; ++i) {
-        Finding f = MakeFinding("Rule" + std::to_string(p), i);
+        RuleFinding f = MakeFinding("Rule" + std::to_string(p), i);
         f.explanation = std::string(200 + i, 'x');  // long lines make tearing visible
         if (!(*log)->LogFinding(f).ok()) ::_exit(2);
       }

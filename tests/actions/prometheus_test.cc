@@ -40,8 +40,8 @@ json SampleValue(const json& scrape, const std::string& family, const std::strin
   return nullptr;
 }
 
-Finding MakeFinding(std::string rule, int64_t step, Mode mode = Mode::kTrain) {
-  Finding f;
+RuleFinding MakeFinding(std::string rule, int64_t step, Mode mode = Mode::kTrain) {
+  RuleFinding f;
   f.rule = std::move(rule);
   f.step = step;
   f.mode = mode;
@@ -51,11 +51,12 @@ Finding MakeFinding(std::string rule, int64_t step, Mode mode = Mode::kTrain) {
 
 TEST(PrometheusTest, ScrapedMetricsParseAndCarryTheState) {
   PrometheusExporter exporter("/data/run1");
-  exporter.SetRuleStatus("LossNotDecreasing", RuleStatus::kInProgress);
+  exporter.SetRuleStatus("LossNotDecreasing", RuleEvaluationStatus::kInProgress);
   exporter.RecordFinding(MakeFinding("VanishingGradient", 100));
   exporter.RecordFinding(MakeFinding("VanishingGradient", 200));
   exporter.RecordFinding(MakeFinding("Overfit", 30, Mode::kEval));
-  exporter.RecordFinding(Finding::StatusChange("Overfit", RuleStatus::kNoIssuesFound));
+  exporter.RecordFinding(
+      RuleFinding::StatusChange("Overfit", RuleEvaluationStatus::kNoIssuesFound));
   exporter.RecordStep(250, Mode::kTrain);
   exporter.RecordLoss(0.3125, 250);
   ActionOutcome done;

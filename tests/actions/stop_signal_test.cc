@@ -308,11 +308,12 @@ TEST(StopSignalTest, StopActionRaisesOnFindingsOnly) {
   auto action = NewStopTrainingAction(nullptr, trial.path(),
                                       [&](const ActionOutcome& o) { outcomes.push_back(o); });
   EXPECT_EQ(action->kind(), "stop");
-  ASSERT_TRUE(action->Notify(Finding::StatusChange("R", RuleStatus::kNoIssuesFound)).ok());
+  ASSERT_TRUE(
+      action->Notify(RuleFinding::StatusChange("R", RuleEvaluationStatus::kNoIssuesFound)).ok());
   EXPECT_FALSE(StopSignal::Check(trial.path())) << "a status change does not stop training";
   EXPECT_TRUE(outcomes.empty());
 
-  Finding f;
+  RuleFinding f;
   f.rule = "LossNotDecreasing";
   f.step = 700;
   f.explanation = "loss rose for 3 windows";

@@ -16,8 +16,8 @@ using testing::PyServer;
 using testing::SilentListener;
 using namespace std::chrono_literals;
 
-Finding Sample(int64_t step = 400) {
-  Finding f;
+RuleFinding Sample(int64_t step = 400) {
+  RuleFinding f;
   f.rule = "VanishingGradient";
   f.step = step;
   f.mode = Mode::kTrain;
@@ -95,6 +95,22 @@ TEST(WebhookTest, PostsTheFindingAsJsonWithSlackText) {
   EXPECT_EQ(got[0].detail, "HTTP 200");
   EXPECT_EQ(got[0].rule, "VanishingGradient");
   EXPECT_EQ((*n)->delivered(), 1u);
+}
+
+// A finding as the rules make it carries keys only events.jsonl has; the payload keeps the
+// event log's finding keys, and "trial" is the webhook's own.
+TEST(WebhookTest, PayloadOfAFindingAsRulesMakeItHasTheActionsKeys) {
+  RuleFinding f = Sample();
+  f.mode_step = 396;
+  f.condition = "mean(|gradient|) < threshold";
+  f.trial = "/the/rules/trial";
+  f.stop_training = true;
+  auto body = nlohmann::json::parse(WebhookNotifier::Payload(f, "/data/run1"));
+  EXPECT_EQ(body["trial"], "/data/run1");
+  for (const char* key : {"mode_step", "condition", "stop_training"}) {
+    EXPECT_FALSE(body.contains(key)) << key;
+  }
+  EXPECT_FALSE(nlohmann::json::parse(WebhookNotifier::Payload(f, "")).contains("trial"));
 }
 
 TEST(WebhookTest, RetriesServerErrorsWithBackoff) {

@@ -68,7 +68,7 @@ TEST(HookStopTest, TheNextStepBoundaryStopsClosesAndSaysWhy) {
   }
 
   // What `trainscope run --action stop` does on a finding, while step 4 is still in progress.
-  Finding finding;
+  RuleFinding finding;
   finding.rule = "LossNotDecreasing";
   finding.step = 3;
   finding.mode = Mode::kTrain;

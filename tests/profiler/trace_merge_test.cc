@@ -230,6 +230,39 @@ TEST(MergeTimelineTest, EmptyTrialGivesAValidEmptyTrace) {
   EXPECT_TRUE(r->warnings.empty());
 }
 
+// Issue 15: the merger reads events.jsonl with the findings' one codec (finding.h). A line the
+// codec rejects (a key of the wrong type) is skipped with the warning, though it has a time_us;
+// a line that leaves out what its folder says (rule, status) is a finding; the args are the line.
+TEST(MergeTimelineTest, RuleLinesAreReadWithTheFindingsCodec) {
+  auto env = NewMemEnv();
+  const std::string t = std::to_string(kT0);
+  ASSERT_TRUE(env->CreateDirs("/t/rule-output/Overfit").ok());
+  ASSERT_TRUE(env->WriteFileAtomic(
+                     "/t/rule-output/Overfit/events.jsonl",
+                     "{\"time_us\":" + t + ",\"step\":\"three\",\"explanation\":\"wrong type\"}\n" +
+                         "{\"time_us\":" + t + ",\"mode\":\"TRAINING\"}\n" + "{\"time_us\":" + t +
+                         ",\"explanation\":\"kept\",\"future_key\":[1]}\n",
+                     false)
+                  .ok());
+  auto r = MergeTimeline(env.get(), "/t", "/out/t.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rule_events, 1);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("Overfit/events.jsonl: 2 line(s)"));
+  auto text = env->ReadFile("/out/t.json");
+  ASSERT_TRUE(text.ok());
+  EXPECT_TRUE(ValidateTraceEvents(*text).ok());
+  const json doc = json::parse(*text);
+  int instants = 0;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "i") continue;
+    ++instants;
+    EXPECT_EQ(e["name"], "Overfit: kept");
+    EXPECT_EQ(e["args"]["future_key"], json::array({1})) << "the whole line";
+  }
+  EXPECT_EQ(instants, 1);
+}
+
 TEST(MergeTimelineTest, OutputWriteFailureIsAnError) {
   auto mem = NewMemEnv();
   FaultInjectionEnv env(mem.get());

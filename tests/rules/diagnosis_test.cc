@@ -6,15 +6,15 @@
 namespace trainscope {
 namespace {
 
-FindingSummary F(std::string rule, int64_t step, std::string condition = "") {
-  FindingSummary f;
+RuleFinding F(std::string rule, int64_t step, std::string condition = "") {
+  RuleFinding f;
   f.rule = std::move(rule);
   f.step = step;
   f.condition = std::move(condition);
   return f;
 }
 
-std::vector<std::string> Rules(const std::vector<FindingSummary>& fs) {
+std::vector<std::string> Rules(const std::vector<RuleFinding>& fs) {
   std::vector<std::string> out;
   for (const auto& f : fs) out.push_back(f.rule);
   return out;
@@ -89,14 +89,14 @@ TEST(Diagnose, ProfilerAndCustomFindingsAreDiagnosesOfTheirOwn) {
 }
 
 TEST(Diagnose, EveryFindingAppearsOnce) {
-  std::vector<FindingSummary> in = {F("Overfit", 100),
-                                    F("DeadRelu", 20),
-                                    F("CheckInputImages", 60),
-                                    F("VanishingGradient", 5),
-                                    F("ExplodingTensor", 70),
-                                    F("LowGPUUtilization", -1),
-                                    F("SaturatedActivation", 21),
-                                    F("WeightUpdateRatio", 90)};
+  std::vector<RuleFinding> in = {F("Overfit", 100),
+                                 F("DeadRelu", 20),
+                                 F("CheckInputImages", 60),
+                                 F("VanishingGradient", 5),
+                                 F("ExplodingTensor", 70),
+                                 F("LowGPUUtilization", -1),
+                                 F("SaturatedActivation", 21),
+                                 F("WeightUpdateRatio", 90)};
   size_t n = 0;
   for (const auto& d : Diagnose(in)) n += 1 + d.evidence.size();
   EXPECT_EQ(n, in.size());

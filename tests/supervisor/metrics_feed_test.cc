@@ -22,11 +22,11 @@ bool Has(const std::string& text, const std::string& line) {
 }
 
 std::string FindingLine(const std::string& rule, int64_t step) {
-  Finding f;
+  RuleFinding f;
   f.rule = rule;
   f.step = step;
   f.explanation = "seen at " + std::to_string(step);
-  return FindingToJson(f) + "\n";
+  return RuleFindingToJson(f) + "\n";
 }
 
 void Append(const std::string& path, const std::string& text) {
@@ -43,8 +43,8 @@ TEST(MetricsFeedTest, CountsWholeFindingLinesOnce) {
                      third.substr(0, 15));  // the third is still being written
   PrometheusExporter metrics(trial.path());
   MetricsFeed feed(&metrics, trial.path());
-  const std::map<std::string, std::optional<RuleStatus>> rules = {
-      {"VanishingGradient", RuleStatus::kIssuesFound}, {"Unreadable", std::nullopt}};
+  const std::map<std::string, std::optional<RuleEvaluationStatus>> rules = {
+      {"VanishingGradient", RuleEvaluationStatus::kIssuesFound}, {"Unreadable", std::nullopt}};
   feed.Poll(rules);
   std::string text = metrics.Render();
   EXPECT_TRUE(Has(text, "trainscope_rule_findings_total{rule=\"VanishingGradient\"} 2")) << text;

@@ -1,4 +1,4 @@
-// Action: something done with a Finding (stop training, post a webhook, send an email).
+// Action: something done with a RuleFinding (stop training, post a webhook, send an email).
 // ActionOutcome: what became of it, reported through an OutcomeCallback so the event log and the
 // metrics can record every action taken.
 #pragma once
@@ -51,7 +51,7 @@ class Action {
 
   // Acts on `finding`. Never waits on a network: asynchronous actions queue the work and return.
   // Unavailable when the work was dropped (queue full, closing); other codes for bad input.
-  virtual Status Notify(const Finding& finding) = 0;
+  virtual Status Notify(const RuleFinding& finding) = 0;
 
   // Waits until all accepted work is finished (delivered or given up), at most `timeout`.
   // True if everything finished.

@@ -1,6 +1,6 @@
 // ActionSet: the actions configured for a run, parsed from a spec string or from smdebug's
-// action_str JSON, and the one place a Finding is dispatched to all of them (and recorded in the
-// event log and the metrics). docs/actions.md describes the spec.
+// action_str JSON, and the one place a RuleFinding is dispatched to all of them (and recorded in
+// the event log and the metrics). docs/actions.md describes the spec.
 //
 // Spec strings: items separated by ';', each KIND[:KEY=VALUE[,KEY=VALUE...]]:
 //   stop
@@ -82,7 +82,7 @@ class ActionSet {
   // Records `finding` (event log, metrics), then hands it to every action whose policy wants it.
   // Never waits on a network. Returns the first error met (every action is still tried).
   // A finding whose time_micros is 0 is stamped with the Env's clock.
-  Status Dispatch(const Finding& finding);
+  Status Dispatch(const RuleFinding& finding);
 
   // Waits until every action's queued work is done, at most `timeout` in all.
   bool Flush(std::chrono::milliseconds timeout);

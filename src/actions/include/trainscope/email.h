@@ -47,7 +47,7 @@ class EmailNotifier final : public Action {
 
   std::string_view kind() const override { return "email"; }
   std::string target() const override;  // "a@b, c@d via smtp://host:port"
-  Status Notify(const Finding& finding) override;
+  Status Notify(const RuleFinding& finding) override;
   bool Flush(std::chrono::milliseconds timeout) override;
   void Close(std::chrono::milliseconds drain);
 
@@ -56,7 +56,7 @@ class EmailNotifier final : public Action {
   uint64_t dropped() const;
 
   // The whole message (headers, blank line, body; CRLF line ends) for `finding`.
-  static std::string FormatMessage(const EmailOptions& options, const Finding& finding,
+  static std::string FormatMessage(const EmailOptions& options, const RuleFinding& finding,
                                    int64_t now_micros);
 
  private:

@@ -36,7 +36,7 @@ class EventLog {
 
   // Logs a finding ("event": "finding") or a status change ("event": "status"). A finding whose
   // time_micros is 0 is stamped with the Env's clock.
-  Status LogFinding(const Finding& finding);
+  Status LogFinding(const RuleFinding& finding);
   // Logs an action outcome ("event": "action").
   Status LogAction(const ActionOutcome& outcome);
 
@@ -59,7 +59,7 @@ class EventLog {
 struct LoggedEvent {
   std::string event;  // "finding", "status", "action" (or a newer kind)
   int64_t time_micros = 0;
-  std::optional<Finding> finding;       // for "finding" and "status"
+  std::optional<RuleFinding> finding;   // for "finding" and "status"
   std::optional<ActionOutcome> action;  // for "action"
 };
 

@@ -44,10 +44,10 @@ class PrometheusExporter {
   PrometheusExporter& operator=(const PrometheusExporter&) = delete;
 
   // --- updates ---
-  void SetRuleStatus(std::string_view rule, RuleStatus status);
+  void SetRuleStatus(std::string_view rule, RuleEvaluationStatus status);
   // A finding counts toward rule_findings_total and sets the rule's status; a status change only
   // sets the status. Either advances step{mode} when the finding carries a step.
-  void RecordFinding(const Finding& finding);
+  void RecordFinding(const RuleFinding& finding);
   void RecordStep(int64_t step, std::optional<Mode> mode = std::nullopt);
   void RecordLoss(double loss, int64_t step);
   void RecordAction(const ActionOutcome& outcome);
@@ -81,7 +81,7 @@ class PrometheusExporter {
 
  private:
   struct RuleState {
-    RuleStatus status = RuleStatus::kInProgress;
+    RuleEvaluationStatus status = RuleEvaluationStatus::kInProgress;
     uint64_t findings = 0;
     int64_t last_finding_step = -1;
     double last_finding_time = 0;  // seconds since the epoch; 0 when none

@@ -14,7 +14,7 @@ namespace trainscope {
 
 // The request a finding makes: source "rule", its rule, step, mode, explanation (its summary
 // when it has none), recommendation and time.
-StopRequest StopRequestFromFinding(const Finding& finding);
+StopRequest StopRequestFromFinding(const RuleFinding& finding);
 
 // Notify() raises the trial's stop signal for findings (status changes are ignored), stamping the
 // time when the finding has none. Reports each raise to `on_outcome` (may be empty) on the

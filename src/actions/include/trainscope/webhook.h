@@ -1,5 +1,5 @@
 // WebhookNotifier: POSTs each finding as JSON to an HTTP(S) URL. The body is the finding's JSON
-// (finding.h) plus a Slack-compatible "text" (FindingSummary and the recommendation), "trial"
+// (finding.h) plus a Slack-compatible "text" (DescribeFinding and the recommendation), "trial"
 // when known, and "source": "trainscope", so a Slack or Mattermost incoming webhook shows a
 // readable message and other receivers get structured fields.
 //
@@ -43,7 +43,7 @@ class WebhookNotifier final : public Action {
 
   std::string_view kind() const override { return "webhook"; }
   std::string target() const override;  // the URL, credentials redacted
-  Status Notify(const Finding& finding) override;
+  Status Notify(const RuleFinding& finding) override;
   bool Flush(std::chrono::milliseconds timeout) override;
   // Stops accepting, lets queued work finish for up to `drain`, then cancels the rest.
   void Close(std::chrono::milliseconds drain);
@@ -53,7 +53,7 @@ class WebhookNotifier final : public Action {
   uint64_t dropped() const;
 
   // The request body for `finding`.
-  static std::string Payload(const Finding& finding, const std::string& trial);
+  static std::string Payload(const RuleFinding& finding, const std::string& trial);
 
  private:
   struct Impl;

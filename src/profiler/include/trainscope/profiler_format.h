@@ -87,8 +87,6 @@ inline constexpr std::string_view kTmpSuffix = ".tmp";
 // torch.profiler Chrome traces (operator level) live under this folder, any depth.
 inline constexpr std::string_view kPytorchDetailedProfilingDir =
     "framework/pytorch/detailed_profiling";
-inline constexpr std::string_view kRuleOutputDir = "rule-output";
-inline constexpr std::string_view kRuleEventsFile = "events.jsonl";
 // Readers do not read a profiler file (system metrics, timeline, torch.profiler trace) or a rule's
 // events.jsonl larger than this: it is skipped, reported as a problem naming the file and its size
 // (system_metrics.md, framework_profiling.md, timeline.md). Far above what the writers make

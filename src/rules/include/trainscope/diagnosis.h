@@ -30,32 +30,28 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/finding.h"
+
 namespace trainscope {
 
-// One rule's first finding, as status.json and events.jsonl give it.
-struct FindingSummary {
-  std::string rule;
-  int64_t step = -1;  // -1: no step (a profiler finding)
-  std::string tensor;
-  std::string condition;  // RuleFinding::condition (tells LossNotDecreasing's kinds apart)
-  std::string explanation;
-  std::string recommendation;
-};
+// A diagnosis reads of each finding (RuleFinding, finding.h; one rule's first, as events.jsonl
+// gives it) its rule, step (-1: none, a profiler finding), tensor, condition (which tells
+// LossNotDecreasing's kinds apart), explanation and recommendation.
 
 struct Diagnosis {
-  FindingSummary cause;
-  std::string stage;                     // the cause's stage ("divergence", ...; "other")
-  std::vector<FindingSummary> evidence;  // in order of step
+  RuleFinding cause;
+  std::string stage;                  // the cause's stage ("divergence", ...; "other")
+  std::vector<RuleFinding> evidence;  // in order of step
 };
 
 inline constexpr int64_t kCoincidentSteps = 10;
 
 // The stage of a finding (see above): "input data", "initialisation", "divergence", "units",
 // "gradients", "loss", "generalisation", or "other".
-std::string DiagnosisStage(const FindingSummary& f);
+std::string DiagnosisStage(const RuleFinding& f);
 
 // The findings grouped into diagnoses (see above); every finding appears exactly once, as a
 // cause or as evidence.
-std::vector<Diagnosis> Diagnose(std::vector<FindingSummary> findings);
+std::vector<Diagnosis> Diagnose(std::vector<RuleFinding> findings);
 
 }  // namespace trainscope

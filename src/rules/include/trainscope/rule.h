@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trainscope/finding.h"
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
 
@@ -40,44 +41,8 @@ namespace trainscope {
 
 class RuleData;
 
-// SageMaker's RuleEvaluationStatus values (reference smdebug.md 5.1), less "Stopping".
-enum class RuleEvaluationStatus : int {
-  kInProgress = 0,     // evaluating; nothing found yet
-  kIssuesFound = 1,    // the condition was met at least once
-  kNoIssuesFound = 2,  // the data ended and the condition was never met
-  kError = 3,          // the rule could not run (bad parameter, crash, unreadable data)
-  kStopped = 4,        // stopped before the data ended, nothing found
-};
-// "InProgress", "IssuesFound", "NoIssuesFound", "Error", "Stopped".
-std::string_view RuleEvaluationStatusName(RuleEvaluationStatus s);
-// Inverse of RuleEvaluationStatusName (case-insensitive).
-std::optional<RuleEvaluationStatus> RuleEvaluationStatusFromName(std::string_view name);
-
-// One problem a rule saw. Its JSON form (RuleFindingToJson) is one line of
-// rule-output/<Rule>/events.jsonl (docs/formats/rule_output.md).
-struct RuleFinding {
-  std::string rule;                 // rule name, e.g. "VanishingGradient"
-  int64_t step = -1;                // global step; -1: not tied to a step
-  std::optional<Mode> mode;         // the step's mode, when known
-  int64_t mode_step = -1;           // the step in its mode; -1: unknown
-  std::string tensor;               // the tensor concerned; empty for a rule-level finding
-  std::optional<double> value;      // the observed value that tripped the rule (may be NaN or inf)
-  std::optional<double> threshold;  // what it was compared with
-  std::string condition;            // the comparison, e.g. "abs_mean < threshold"
-  std::string explanation;          // one line: what was seen and why it matters
-  std::string recommendation;       // what to change in the model or the training
-  std::string trial;                // the trial's path
-  bool stop_training = false;       // the rule asks for the training to be stopped
-  int64_t time_micros = 0;          // when the runner found it (microseconds since the epoch)
-};
-
-// One JSON object on one line, no newline. Keys: kind ("finding"), rule, status ("IssuesFound"),
-// step, mode, mode_step, tensor, value, threshold, condition, explanation, recommendation, trial,
-// stop_training, time_us, time. Non-finite numbers are the strings "NaN", "Infinity",
-// "-Infinity"; absent optional fields are omitted.
-std::string RuleFindingToJson(const RuleFinding& f);
-// Parses RuleFindingToJson's output (unknown keys ignored). InvalidArgument naming the key.
-Result<RuleFinding> RuleFindingFromJson(std::string_view json);
+// RuleFinding, RuleEvaluationStatus and their JSON codec (one line of
+// rule-output/<Rule>/events.jsonl, docs/formats/rule_output.md): trainscope/finding.h (store).
 
 // What InvokeAtStep, OnTick and Finish return.
 struct Verdict {

@@ -30,7 +30,7 @@ class MetricsFeed {
   // Only whole lines are read: a line a worker is still appending is read on a later call. Never
   // fails: what cannot be read now is read later; a damaged event log stops the action count
   // (said once on stderr), not the feed.
-  void Poll(const std::map<std::string, std::optional<RuleStatus>>& rules);
+  void Poll(const std::map<std::string, std::optional<RuleEvaluationStatus>>& rules);
 
  private:
   void ReadNewFindings(const std::string& rule);

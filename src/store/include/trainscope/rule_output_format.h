@@ -1,5 +1,7 @@
 // Constants of the rule-output folder (docs/formats/rule_output.md). One header holds every
-// constant of the format; the runner writes it and readers (CLI, dashboard, Python) read it.
+// constant of the format; the runner (rules) writes it and readers (CLI, MetricsFeed, the
+// profiler's timeline merger, Python) read it. In store: the folder is part of the trial, and the
+// lowest of its readers, the profiler, links store. A line of events.jsonl: finding.h.
 #pragma once
 
 #include <string_view>
