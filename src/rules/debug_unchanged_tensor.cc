@@ -11,6 +11,7 @@
 #include <set>
 
 #include "rules/builtin.h"
+#include "trainscope/tensor_names.h"
 
 namespace trainscope::rules_internal {
 namespace {
@@ -71,7 +72,7 @@ class UnchangedTensor : public BuiltinRule {
     const Trial& trial = data().trial();
     for (const auto& name : names) {
       const std::optional<bool> trainable = trial.ParameterTrainable(name);
-      const bool no_gradient = !gradient_names_.count("gradient/" + name);
+      const bool no_gradient = !gradient_names_.count(tensor_names::GradientName(name));
       if (trainable ? !*trainable : (params.count(name) && no_gradient)) {
         if (frozen_.size() < kMaxTensors) frozen_.insert(name);
         continue;
@@ -82,7 +83,7 @@ class UnchangedTensor : public BuiltinRule {
         return cur.status();
       }
       if (!IsNumeric(cur->dtype)) continue;
-      if (name.rfind("gradient/", 0) == 0 && MaxAbs(*cur) <= atol_) {
+      if (name.starts_with(tensor_names::kGradientPrefix) && MaxAbs(*cur) <= atol_) {
         tracks_.erase(name);  // a zero gradient (e.g. a bias before BatchNorm): not this rule's
         continue;
       }
