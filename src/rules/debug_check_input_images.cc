@@ -12,8 +12,10 @@ namespace trainscope::rules_internal {
 namespace {
 
 // smdebug's MXNet default, and the input of a PyTorch model's top-level module (smdebug names it
-// "<ClassName>_input_0"; class names start with a capital letter).
-constexpr const char* kDefaultRegex = ".*hybridsequential0_input_0|^[A-Z][A-Za-z0-9]*_input_0$";
+// "<ClassName>_input_0"; class names start with a capital letter), but not a loss module's
+// input (its class name ends in "Loss": an autoencoder's BCELoss_input_0 is a reconstruction).
+constexpr const char* kDefaultRegex =
+    ".*hybridsequential0_input_0|^(?![A-Za-z0-9]*Loss_input_0$)[A-Z][A-Za-z0-9]*_input_0$";
 
 class CheckInputImages : public BuiltinRule {
  public:
