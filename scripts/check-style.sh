@@ -9,9 +9,12 @@
 #                                   src/ (or the FILEs given), compiled as build/ compiles them
 #                                   (build/compile_commands.json).
 #   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
-#                                   given; with none, over the C/C++ files changed against the
-#                                   merge base with origin/main (all tracked C/C++ files when
-#                                   there is no origin/main or TRAINSCOPE_FORMAT_ALL=1).
+#                                   given; with none, over every tracked C/C++ file (the suite:
+#                                   a clean clone has nothing "changed", so only the whole tree
+#                                   can fail there).
+#   check-style.sh format --changed clang-format over the C/C++ files changed against the merge
+#                                   base with origin/main, and files not yet committed (quick, for
+#                                   developers before a commit).
 #   check-style.sh thread-safety    clang++ -fsyntax-only -Wthread-safety -Werror over the
 #                                   library sources of src/ (TS_GUARDED_BY and friends:
 #                                   src/core/include/trainscope/thread_annotations.h).
@@ -75,20 +78,21 @@ check_tidy() {
 
 check_format() {
   need clang-format || return 1
-  local files=("$@")
-  if ((${#files[@]} == 0)); then
-    local base=""
-    if [[ "${TRAINSCOPE_FORMAT_ALL:-0}" != 1 ]] && git rev-parse -q --verify origin/main >/dev/null; then
-      base=$(git merge-base HEAD origin/main)
-    fi
-    if [[ -n $base ]]; then
-      mapfile -t files < <(git diff --name-only --diff-filter=ACMR "$base" -- \
-        '*.cc' '*.h' '*.cpp' '*.hpp' '*.c')
-    else
-      mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cpp' '*.hpp' '*.c')
-    fi
+  local files=()
+  if [[ ${1:-} == --changed ]]; then
+    local base
+    base=$(git merge-base HEAD origin/main 2>/dev/null || git rev-parse HEAD)
+    mapfile -t files < <({
+      git diff --name-only --diff-filter=ACMR "$base" -- '*.cc' '*.h' '*.cpp' '*.hpp' '*.c'
+      git ls-files --others --exclude-standard -- '*.cc' '*.h' '*.cpp' '*.hpp' '*.c'
+    } | sort -u)
+    ((${#files[@]})) || { echo "clang-format: no changed C/C++ files"; return 0; }
+  elif (($#)); then
+    files=("$@")
+  else
+    mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cpp' '*.hpp' '*.c')
   fi
-  ((${#files[@]})) || { echo "clang-format: no C/C++ files to check"; return 0; }
+  ((${#files[@]})) || { echo "clang-format: no C/C++ files to check" >&2; return 1; }
   echo "clang-format --dry-run over ${#files[@]} file(s)"
   clang-format --dry-run -Werror --style=file "${files[@]}"
 }
@@ -151,7 +155,7 @@ case "${1:-all}" in
     exit $rc
     ;;
   *)
-    echo "usage: scripts/check-style.sh [python|tidy [FILE...]|format [FILE...]|thread-safety|all]" >&2
+    echo "usage: scripts/check-style.sh [python|tidy [FILE...]|format [--changed|FILE...]|thread-safety|all]" >&2
     exit 2
     ;;
 esac

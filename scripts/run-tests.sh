@@ -81,9 +81,10 @@ fuzz_damage() {  # directory-level damage of a real trial, every reader (fuzz/tr
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
-# The house style (scripts/check-style.sh): ruff, clang-tidy's naming and bug checks over src/,
-# Clang's thread-safety analysis, clang-format on the C/C++ files changed against origin/main.
+# The house style (scripts/check-style.sh): ruff, clang-format over every tracked C/C++ file,
+# clang-tidy's naming and bug checks over src/, Clang's thread-safety analysis.
 suite "style: ruff (Python)" bash scripts/check-style.sh python
+suite "style: clang-format" bash scripts/check-style.sh format
 # design.md's module order over every #include (scripts/check-layers.py).
 suite "include order (module layers)" "$PY" scripts/check-layers.py
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then
