@@ -15,8 +15,10 @@
 #   check-style.sh format --changed clang-format over the C/C++ files changed against the merge
 #                                   base with origin/main, and files not yet committed (quick, for
 #                                   developers before a commit).
-#   check-style.sh thread-safety    clang++ -fsyntax-only -Wthread-safety -Werror over the
-#                                   library sources of src/ (TS_GUARDED_BY and friends:
+#   check-style.sh thread-safety [FILE...]
+#                                   clang++ -fsyntax-only -Wthread-safety -Werror over the
+#                                   sources of src/ (or the FILEs given), compiled as build/
+#                                   compiles them (TS_GUARDED_BY and friends:
 #                                   src/core/include/trainscope/thread_annotations.h).
 #   check-style.sh all              all four.
 # Needs clang, clang-tidy, clang-format (Debian packages) and ruff (.venv), which
@@ -103,8 +105,8 @@ check_thread_safety() {
   local cxx=${TRAINSCOPE_CLANGXX:-clang++}
   need "$cxx" || return 1
   need_compile_db || return 1
-  local files
-  mapfile -t files < <(db_sources | sort -u)
+  local files=("$@")
+  ((${#files[@]})) || mapfile -t files < <(db_sources | sort -u)
   echo "clang++ -Wthread-safety over ${#files[@]} file(s), $JOBS at a time"
   "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" "$cxx" "$JOBS" "${files[@]}" <<'EOF'
 import concurrent.futures, json, os, shlex, subprocess, sys
@@ -146,7 +148,7 @@ case "${1:-all}" in
   python) check_python ;;
   tidy) shift; check_tidy "$@" ;;
   format) shift; check_format "$@" ;;
-  thread-safety) check_thread_safety ;;
+  thread-safety) shift; check_thread_safety "$@" ;;
   all)
     rc=0
     for part in check_python check_tidy check_format check_thread_safety; do
@@ -155,7 +157,7 @@ case "${1:-all}" in
     exit $rc
     ;;
   *)
-    echo "usage: scripts/check-style.sh [python|tidy [FILE...]|format [--changed|FILE...]|thread-safety|all]" >&2
+    echo "usage: scripts/check-style.sh [python|tidy [FILE...]|format [--changed|FILE...]|thread-safety [FILE...]|all]" >&2
     exit 2
     ;;
 esac

@@ -17,7 +17,6 @@
 #include "store/record_io.h"
 #include "trainscope/crc32c.h"
 #include "trainscope/env.h"
-#include "trainscope/thread_annotations.h"
 #include "trainscope/trial_format.h"
 
 #ifndef MADV_POPULATE_WRITE

@@ -4,7 +4,6 @@
 #include <regex>
 
 #include "store/trial_impl.h"
-#include "trainscope/thread_annotations.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {

@@ -5,7 +5,6 @@
 #include "store/index_fast_parser.h"
 #include "store/index_file.h"
 #include "store/trial_impl.h"
-#include "trainscope/thread_annotations.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {

@@ -6,7 +6,6 @@
 #include "store/event_codec.h"
 #include "store/record_io.h"
 #include "trainscope/crc32c.h"
-#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
