@@ -85,6 +85,7 @@ suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
 # clang-tidy's naming and bug checks over src/, Clang's thread-safety analysis.
 suite "style: ruff (Python)" bash scripts/check-style.sh python
 suite "style: clang-format" bash scripts/check-style.sh format
+suite "style: thread-safety analysis" bash scripts/check-style.sh thread-safety
 # design.md's module order over every #include (scripts/check-layers.py).
 suite "include order (module layers)" "$PY" scripts/check-layers.py
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then

@@ -215,7 +215,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port) {
 
 Result<int> PrometheusExporter::Serve(const std::string& host, int port,
                                       const ServeLimits& limits) {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   if (server_) {
     return Status::InvalidArgument("metrics: already serving on port " +
                                    std::to_string(server_->port));
@@ -265,7 +265,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port,
   }
   std::function<std::string()> render = [this] {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++scrapes_;
     }
     return Render();
@@ -279,7 +279,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port,
 void PrometheusExporter::StopServing() {
   std::unique_ptr<Server> server;
   {
-    std::lock_guard<std::mutex> lock(server_mu_);
+    MutexLock lock(&server_mu_);
     server = std::move(server_);
   }
   if (!server) return;
@@ -289,7 +289,7 @@ void PrometheusExporter::StopServing() {
 }
 
 int PrometheusExporter::port() const {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   return server_ ? server_->port : 0;
 }
 
