@@ -120,7 +120,14 @@ TimelineWriter::TimelineWriter(Env* env, std::string base_dir, TimelineWriterOpt
   if (options_.flush_interval_millis > 0) thread_ = std::thread([this] { Run(); });
 }
 
-TimelineWriter::~TimelineWriter() { Close(); }
+TimelineWriter::~TimelineWriter() {
+  // Close reports its I/O errors itself; an exception (out of memory) must not end the training
+  // from a destructor: the timeline is lost, the training goes on.
+  try {
+    Close();
+  } catch (...) {
+  }
+}
 
 void TimelineWriter::Run() {
   UniqueMutexLock lock(&run_mu_);

@@ -226,6 +226,9 @@ class RuleRunner::Impl {
     PublishStats();
   }
 
+ private:
+  friend class RuleRunner;
+
   RuleRunner* owner_;
   RunnerOptions options_;
   StepCursor cursor_;

@@ -98,6 +98,9 @@ class Trial::Impl {
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step, Mode mode,
                                      const std::string& worker);
 
+ private:
+  friend class Trial;  // reads the fields fixed at Open
+
   Env* const env_;
   const std::string path_;
   const TrialOptions options_;
@@ -106,6 +109,7 @@ class Trial::Impl {
   const int num_workers_;
   const std::vector<CollectionInfo> collections_;
 
+ public:
   // Trial::DamagedIndexFiles.
   std::vector<std::string> Damaged() const {
     MutexLock l(&mu_);
