@@ -124,7 +124,7 @@ TimelineWriter::~TimelineWriter() {
   // Close reports its I/O errors itself; an exception (out of memory) must not end the training
   // from a destructor: the timeline is lost, the training goes on.
   try {
-    Close();
+    (void)Close();
   } catch (...) {
   }
 }
