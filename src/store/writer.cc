@@ -36,7 +36,13 @@ class TrialWriter::Impl {
         env_(options_.env),
         pool_(options_.max_queue_bytes) {}
 
-  ~Impl() { (void)Close(); }
+  ~Impl() {
+    // An exception here (out of memory in Close) must not end the training from a destructor.
+    try {
+      (void)Close();
+    } catch (...) {
+    }
+  }
 
   // Opens the journal (docs/formats/journal.md) where it can be used; recovers what a dead
   // writer of this worker left. Aborted when a live writer of this worker holds it.
@@ -299,8 +305,8 @@ class TrialWriter::Impl {
         std::fprintf(stderr,
                      "trainscope: the trial %s is incomplete: %lld of %lld steps were not "
                      "written (%lld lost to I/O errors, %lld dropped)%s%s; see %s\n",
-                     dir_.c_str(), static_cast<long long>(st.steps_failed + st.steps_dropped),
-                     static_cast<long long>(st.steps_written + st.steps_failed + st.steps_dropped),
+                     dir_.c_str(), static_cast<long long>(st.steps_failed) + st.steps_dropped,
+                     static_cast<long long>(st.steps_written) + st.steps_failed + st.steps_dropped,
                      static_cast<long long>(st.steps_failed),
                      static_cast<long long>(st.steps_dropped),
                      err.ok() ? "" : "; first error: ", err.ok() ? "" : err.ToString().c_str(),
