@@ -81,9 +81,13 @@ fuzz_damage() {  # directory-level damage of a real trial, every reader (fuzz/tr
 }
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
-# The house style (scripts/check-style.sh): ruff, clang-tidy's naming and bug checks over src/,
-# Clang's thread-safety analysis, clang-format on the C/C++ files changed against origin/main.
+# The house style (scripts/check-style.sh): ruff, clang-format over every tracked C/C++ file,
+# clang-tidy's naming and bug checks over src/, Clang's thread-safety analysis.
 suite "style: ruff (Python)" bash scripts/check-style.sh python
+suite "style: clang-format" bash scripts/check-style.sh format
+suite "style: thread-safety analysis" bash scripts/check-style.sh thread-safety
+# The library modules only, to fit CI's time (check-style.sh tidy with no argument: all of src/).
+suite "style: clang-tidy" bash scripts/check-style.sh tidy --libraries
 # design.md's module order over every #include (scripts/check-layers.py).
 suite "include order (module layers)" "$PY" scripts/check-layers.py
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then

@@ -223,7 +223,7 @@ Status ActionSet::Dispatch(const RuleFinding& input) {
       const int64_t interval = static_cast<int64_t>(e.policy.min_interval_s * 1e6);
       bool suppress = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         auto it = e.last_fired.find(finding.rule);
         if (it != e.last_fired.end() && finding.time_micros - it->second < interval) {
           suppress = true;

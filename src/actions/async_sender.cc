@@ -54,14 +54,14 @@ Status AsyncSender::Enqueue(const RuleFinding& finding, std::string payload) {
   Job job{finding.rule, finding.step, std::move(payload)};
   std::string why;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closing_) {
       why = "closed";
     } else if (queue_.size() >= capacity_) {
       why = "queue full (" + std::to_string(capacity_) + " pending)";
     } else {
       queue_.push_back(std::move(job));
-      work_cv_.notify_one();
+      work_cv_.Signal();
       return Status::OK();
     }
   }
@@ -72,44 +72,54 @@ Status AsyncSender::Enqueue(const RuleFinding& finding, std::string payload) {
 }
 
 bool AsyncSender::Flush(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return idle_cv_.wait_for(lock, timeout, [&] { return queue_.empty() && !in_flight_; });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (!Idle()) {
+    if (!idle_cv_.WaitUntil(&mu_, deadline)) return Idle();
+  }
+  return true;
 }
 
 void AsyncSender::Close(std::chrono::milliseconds drain) {
-  std::lock_guard<std::mutex> close_lock(close_mu_);
+  MutexLock close_lock(&close_mu_);
   if (!worker_.joinable()) return;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + drain;
+    MutexLock lock(&mu_);
     closing_ = true;
-    work_cv_.notify_all();
-    idle_cv_.wait_for(lock, drain, [&] { return queue_.empty() && !in_flight_; });
+    work_cv_.SignalAll();
+    while (!Idle() && idle_cv_.WaitUntil(&mu_, deadline)) {
+    }
     cancel_.store(true);
-    work_cv_.notify_all();
+    work_cv_.SignalAll();
   }
   worker_.join();
   std::deque<Job> rest;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     rest.swap(queue_);
   }
   for (const Job& job : rest) Report(job, ActionResult::kDropped, 0, "not sent before close");
 }
 
 bool AsyncSender::Backoff(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !work_cv_.wait_for(lock, d, [&] { return cancel_.load(); });
+  const auto deadline = std::chrono::steady_clock::now() + d;
+  MutexLock lock(&mu_);
+  while (!cancel_.load()) {
+    if (!work_cv_.WaitUntil(&mu_, deadline)) return !cancel_.load();
+  }
+  return false;
 }
 
 void AsyncSender::Run() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return !queue_.empty() || closing_ || cancel_.load(); });
+      MutexLock lock(&mu_);
+      while (queue_.empty() && !closing_ && !cancel_.load()) work_cv_.Wait(&mu_);
       if (cancel_.load() || queue_.empty()) {
         // Closing with nothing left, or cancelled: Close reports what remains.
-        idle_cv_.notify_all();
+        idle_cv_.SignalAll();
         return;
       }
       job = std::move(queue_.front());
@@ -143,9 +153,9 @@ void AsyncSender::Run() {
       }
       backoff = std::min(backoff * 2, policy_.max_backoff);
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     in_flight_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    if (queue_.empty()) idle_cv_.SignalAll();
   }
 }
 

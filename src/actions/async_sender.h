@@ -11,15 +11,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "trainscope/action.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope::actions_internal {
 
@@ -71,10 +70,12 @@ class AsyncSender {
     std::string payload;
   };
 
-  void Run();
+  void Run() TS_EXCLUDES(mu_);
+  // Nothing queued and nothing being sent.
+  bool Idle() const TS_REQUIRES(mu_) { return queue_.empty() && !in_flight_; }
   void Report(const Job& job, ActionResult result, int attempts, std::string detail);
   // Sleeps up to `d` unless cancelled. False when cancelled.
-  bool Backoff(std::chrono::milliseconds d);
+  bool Backoff(std::chrono::milliseconds d) TS_EXCLUDES(mu_);
 
   const std::string kind_;
   const std::string target_;
@@ -83,15 +84,15 @@ class AsyncSender {
   const SendFn send_;
   const OutcomeCallback on_outcome_;
 
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // a job arrived, or closing/cancel
-  std::condition_variable idle_cv_;  // the queue drained
-  std::deque<Job> queue_;            // guarded by mu_
-  bool in_flight_ = false;           // guarded by mu_
-  bool closing_ = false;             // guarded by mu_
+  Mutex close_mu_ TS_ACQUIRED_BEFORE(mu_);  // serialises Close
+  Mutex mu_;
+  CondVar work_cv_;  // a job arrived, or closing/cancel
+  CondVar idle_cv_;  // the queue drained
+  std::deque<Job> queue_ TS_GUARDED_BY(mu_);
+  bool in_flight_ TS_GUARDED_BY(mu_) = false;
+  bool closing_ TS_GUARDED_BY(mu_) = false;
   std::atomic<bool> cancel_{false};
   std::atomic<uint64_t> delivered_{0}, failed_{0}, dropped_{0};
-  std::mutex close_mu_;  // serialises Close
   std::thread worker_;
 };
 

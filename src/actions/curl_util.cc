@@ -20,7 +20,9 @@ void EnsureCurlInit() {
 void CurlListAppend(CurlList* list, const std::string& item) {
   curl_slist* grown = curl_slist_append(list->get(), item.c_str());
   if (grown != nullptr) {
-    list->release();
+    // `grown` is the same list, one item longer (or a new one when it was empty): ownership
+    // moves to it, nothing is freed.
+    (void)list->release();
     list->reset(grown);
   }
 }

@@ -133,6 +133,8 @@ struct ReadState {
 size_t ReadMessage(char* buffer, size_t size, size_t nitems, void* userp) {
   auto* st = static_cast<ReadState*>(userp);
   size_t n = std::min(size * nitems, st->data->size() - st->pos);
+  // curl's read buffer takes bytes, not a string: no terminator wanted.
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
   std::memcpy(buffer, st->data->data() + st->pos, n);
   st->pos += n;
   return n;

@@ -41,7 +41,7 @@ EventLog::EventLog(Env* env, std::string path, std::unique_ptr<WritableFile> fil
     : env_(env), path_(std::move(path)), file_(std::move(file)) {}
 
 EventLog::~EventLog() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (file_) file_->Close();
 }
 
@@ -63,13 +63,13 @@ Result<std::unique_ptr<EventLog>> EventLog::OpenFile(Env* env, const std::string
 }
 
 uint64_t EventLog::lines_written() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return lines_;
 }
 
 Status EventLog::AppendLine(std::string line) {
   line.push_back('\n');
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Append then Flush: the line reaches the OS in one write(2), so concurrent appenders in other
   // processes cannot split it.
   Status s = file_->Append(line);

@@ -30,7 +30,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A request header larger than this is answered 431 (a scrape's is a few hundred bytes).
-constexpr size_t kMaxHeaderBytes = 16 * 1024;
+constexpr size_t kMaxHeaderBytes = size_t{16} * 1024;
 
 struct Connection {
   int fd = -1;
@@ -134,7 +134,7 @@ void ServeLoop(int listen_fd, int wake_fd, PrometheusExporter::ServeLimits limit
     kept.reserve(conns.size());
     for (size_t i = 0; i < conns.size(); ++i) {
       Connection& c = conns[i];
-      const short ev = ready > 0 ? fds[i + 2].revents : 0;
+      const short ev = ready > 0 ? fds[i + 2].revents : short{0};
       bool done = false;
       if (!c.answering && (ev & (POLLIN | POLLHUP | POLLERR))) {
         char buf[4096];
@@ -181,10 +181,10 @@ void ServeLoop(int listen_fd, int wake_fd, PrometheusExporter::ServeLimits limit
         int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN: all taken; other errors (EMFILE...): try on the next poll
         if (static_cast<int>(conns.size()) >= limits.max_connections) {
-          static const std::string busy =
+          static const std::string kBusy =
               Response(503, "Service Unavailable", kText,
                        "too many connections to the metrics endpoint; try again\n", false);
-          (void)::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          (void)::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           ::shutdown(fd, SHUT_WR);
           CloseConnection(fd);
           continue;
@@ -215,7 +215,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port) {
 
 Result<int> PrometheusExporter::Serve(const std::string& host, int port,
                                       const ServeLimits& limits) {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   if (server_) {
     return Status::InvalidArgument("metrics: already serving on port " +
                                    std::to_string(server_->port));
@@ -265,7 +265,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port,
   }
   std::function<std::string()> render = [this] {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++scrapes_;
     }
     return Render();
@@ -279,7 +279,7 @@ Result<int> PrometheusExporter::Serve(const std::string& host, int port,
 void PrometheusExporter::StopServing() {
   std::unique_ptr<Server> server;
   {
-    std::lock_guard<std::mutex> lock(server_mu_);
+    MutexLock lock(&server_mu_);
     server = std::move(server_);
   }
   if (!server) return;
@@ -289,7 +289,7 @@ void PrometheusExporter::StopServing() {
 }
 
 int PrometheusExporter::port() const {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   return server_ ? server_->port : 0;
 }
 

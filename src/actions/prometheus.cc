@@ -35,14 +35,14 @@ std::string Name(std::string_view suffix) { return std::string(kPrefix) + std::s
 }  // namespace
 
 void PrometheusExporter::SetRuleStatus(std::string_view rule, RuleEvaluationStatus status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = rules_.find(rule);
   if (it == rules_.end()) it = rules_.emplace(std::string(rule), RuleState{}).first;
   it->second.status = status;
 }
 
 void PrometheusExporter::RecordFinding(const RuleFinding& f) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = rules_.find(f.rule);
   if (it == rules_.end()) it = rules_.emplace(f.rule, RuleState{}).first;
   RuleState& r = it->second;
@@ -61,23 +61,23 @@ void PrometheusExporter::RecordFinding(const RuleFinding& f) {
 }
 
 void PrometheusExporter::RecordStep(int64_t step, std::optional<Mode> mode) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   steps_[mode ? std::string(ModeName(*mode)) : ""] = step;
 }
 
 void PrometheusExporter::RecordLoss(double loss, int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   loss_ = loss;
   loss_step_ = step;
 }
 
 void PrometheusExporter::RecordAction(const ActionOutcome& o) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++actions_[{o.action, std::string(ActionResultName(o.result))}];
 }
 
 void PrometheusExporter::SetStopRequested(bool requested) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   stop_requested_ = requested;
 }
 
@@ -92,14 +92,14 @@ Status PrometheusExporter::SetGauge(std::string_view name, std::string_view help
                                      "\" is a built-in metric; choose another");
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   gauges_[std::string(name)] = Gauge{std::string(help), value};
   return Status::OK();
 }
 
 std::string PrometheusExporter::Render() const {
   ExpositionWriter w;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
 
   w.Family(Name("info"), "trainscope build and trial being watched.", "gauge");
   w.Sample(Name("info"), {{"trial", trial_}, {"version", kVersion}}, 1);

@@ -61,7 +61,7 @@ class SignalWaiter {
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGUSR1);  // used to wake the thread at exit
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-    thread_ = std::thread([this, on_signal] {
+    thread_ = std::thread([this, on_signal = std::move(on_signal)] {
       int sig = 0;
       while (sigwait(&set_, &sig) == 0) {
         if (done_) return;

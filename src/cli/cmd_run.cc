@@ -151,6 +151,7 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
   } else if (!o.preset.empty() && o.preset != "none") {
     return Status::InvalidArgument("--rules '" + o.preset + "': use default, all or none");
   }
+  specs.reserve(specs.size() + names.size() + o.rules.size());
   for (const auto& n : names) specs.push_back(RuleSpec{n, {}, "", n});
   for (const auto& text : o.rules) {
     TS_ASSIGN_OR_RETURN(RuleSpec s, ParseRuleSpec(text));
@@ -658,7 +659,7 @@ int RunRun(RunOptions o) {
       std::fprintf(stderr,
                    "trainscope: the training ended without publishing %lld step(s) it had "
                    "handed over; recovered them from the journal%s\n",
-                   static_cast<long long>(rec->steps_recovered + rec->steps_lost),
+                   static_cast<long long>(rec->steps_recovered) + rec->steps_lost,
                    rec->steps_lost > 0 ? " (some were damaged: the trial is incomplete)" : "");
     }
   };

@@ -7,7 +7,9 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 
-int main(int argc, char** argv) {
+// A function try block: an exception from setting up the commands, or from a handler below, is an
+// internal error too, never an abort.
+int main(int argc, char** argv) try {
   CLI::App app{"trainscope: a local training debugger and profiler (smdebug-compatible)",
                "trainscope"};
   app.require_subcommand(1);
@@ -38,4 +40,7 @@ int main(int argc, char** argv) {
     return trainscope::cli::kExitFailure;
   }
   return exit_code;
+} catch (...) {
+  std::fprintf(stderr, "trainscope: internal error (an unexpected exception)\n");
+  return trainscope::cli::kExitFailure;
 }

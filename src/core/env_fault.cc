@@ -2,23 +2,23 @@
 #include <errno.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "trainscope/env.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
 struct FaultState {
-  std::mutex mu;
-  int64_t space_left = -1;  // bytes; negative = unlimited
+  Mutex mu;
+  int64_t space_left TS_GUARDED_BY(mu) = -1;  // bytes; negative = unlimited
   std::atomic<bool> sync_fails{false};
   std::atomic<bool> rename_fails{false};
   std::atomic<bool> create_fails{false};
   std::atomic<int64_t> failures{0};
 
   // Consumes n bytes of space or fails with ENOSPC.
-  Status Consume(const std::string& path, size_t n) {
-    std::lock_guard<std::mutex> l(mu);
+  Status Consume(const std::string& path, size_t n) TS_EXCLUDES(mu) {
+    MutexLock l(&mu);
     if (space_left < 0) return Status::OK();
     if (static_cast<int64_t>(n) > space_left) {
       space_left = 0;
@@ -60,7 +60,7 @@ class FaultInjectionEnv::File final : public WritableFile {
 };
 
 void FaultInjectionEnv::SetDiskSpaceLeft(int64_t bytes) {
-  std::lock_guard<std::mutex> l(state_->mu);
+  MutexLock l(&state_->mu);
   state_->space_left = bytes;
 }
 void FaultInjectionEnv::SetSyncFails(bool fails) { state_->sync_fails = fails; }

@@ -1,9 +1,9 @@
 // An Env whose files live in memory, for tests.
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "trainscope/env.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 namespace {
@@ -11,9 +11,9 @@ namespace {
 using Contents = std::shared_ptr<std::string>;
 
 struct MemFs {
-  std::mutex mu;
-  std::map<std::string, Contents> files;  // path -> bytes
-  std::set<std::string> dirs{"/", "."};
+  Mutex mu;  // guards the fields below and the bytes of every Contents
+  std::map<std::string, Contents> files TS_GUARDED_BY(mu);  // path -> bytes
+  std::set<std::string> dirs TS_GUARDED_BY(mu){"/", "."};
 };
 
 std::string Normalize(std::string p) {
@@ -27,7 +27,7 @@ class MemWritableFile final : public WritableFile {
       : fs_(std::move(fs)), path_(std::move(path)), contents_(std::move(c)) {}
   Status Append(std::string_view data) override {
     if (closed_) return Status::Aborted("write to closed file " + path_);
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     contents_->append(data);
     return Status::OK();
   }
@@ -38,7 +38,7 @@ class MemWritableFile final : public WritableFile {
     return Status::OK();
   }
   uint64_t Size() const override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     return contents_->size();
   }
 
@@ -68,14 +68,14 @@ class MemEnv final : public Env {
     return Open(path, /*truncate=*/false);
   }
   Result<std::shared_ptr<const FileRegion>> MapFile(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     auto it = fs_->files.find(Normalize(path));
     if (it == fs_->files.end()) return Status::NotFound("no such file: " + path);
     // A snapshot: later appends do not change a region already handed out.
     return std::shared_ptr<const FileRegion>(std::make_shared<StringRegion>(*it->second));
   }
   Status RenameFile(const std::string& from, const std::string& to) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     auto it = fs_->files.find(Normalize(from));
     if (it == fs_->files.end()) return Status::NotFound("rename: no such file: " + from);
     if (!HasDirLocked(std::string(Dirname(Normalize(to))))) {
@@ -87,12 +87,12 @@ class MemEnv final : public Env {
     return Status::OK();
   }
   Status RemoveFile(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     if (fs_->files.erase(Normalize(path)) == 0) return Status::NotFound("no such file: " + path);
     return Status::OK();
   }
   Status CreateDirs(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     std::string p = Normalize(path);
     while (!p.empty() && p != "/" && p != ".") {
       if (fs_->files.count(p)) return Status::IOError("mkdir " + p + ": exists and is a file");
@@ -104,7 +104,7 @@ class MemEnv final : public Env {
     return Status::OK();
   }
   Result<std::vector<std::string>> GetChildren(const std::string& dir) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     std::string d = Normalize(dir);
     if (!HasDirLocked(d)) return Status::NotFound("no such folder: " + dir);
     std::string prefix = d == "/" ? "/" : d + "/";
@@ -120,30 +120,30 @@ class MemEnv final : public Env {
     return std::vector<std::string>(names.begin(), names.end());
   }
   bool FileExists(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     std::string p = Normalize(path);
     return fs_->files.count(p) > 0 || fs_->dirs.count(p) > 0;
   }
   bool IsDirectory(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     return HasDirLocked(Normalize(path));
   }
   Result<uint64_t> GetFileSize(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     auto it = fs_->files.find(Normalize(path));
     if (it == fs_->files.end()) return Status::NotFound("no such file: " + path);
     return static_cast<uint64_t>(it->second->size());
   }
   Status SyncDir(const std::string&) override { return Status::OK(); }
   Status CreateExclusive(const std::string& path) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     std::string p = Normalize(path);
     if (fs_->files.count(p)) return Status::Aborted(path + " already exists");
     fs_->files[p] = std::make_shared<std::string>();
     return Status::OK();
   }
   Status LinkFile(const std::string& from, const std::string& to) override {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     auto it = fs_->files.find(Normalize(from));
     if (it == fs_->files.end()) {
       return Status::IOError("link " + from + ": No such file or directory (errno 2)");
@@ -158,10 +158,10 @@ class MemEnv final : public Env {
   }
 
  private:
-  bool HasDirLocked(const std::string& d) { return fs_->dirs.count(d) > 0; }
+  bool HasDirLocked(const std::string& d) TS_REQUIRES(fs_->mu) { return fs_->dirs.count(d) > 0; }
 
   Result<std::unique_ptr<WritableFile>> Open(const std::string& path, bool truncate) {
-    std::lock_guard<std::mutex> l(fs_->mu);
+    MutexLock l(&fs_->mu);
     std::string p = Normalize(path);
     if (!HasDirLocked(std::string(Dirname(p)))) {
       return Status::IOError("open " + path + ": No such file or directory (errno 2)");

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope::internal {
 
@@ -18,7 +18,9 @@ struct Job {
   const std::function<void(size_t)>* fn = nullptr;
   size_t n = 0;
   std::atomic<size_t> next{0};
-  int active = 0;  // helpers inside this job (guarded by Impl::mu)
+  // Helpers inside this job. Guarded by Impl::mu (not annotated: a Job cannot name the mutex of
+  // the Impl that runs it).
+  int active = 0;
 };
 
 void Claim(Job* j) {
@@ -42,27 +44,27 @@ int ThreadsFromEnv() {
 
 struct HelperPool::Impl {
   int threads = 1;
-  pid_t pid = 0;      // the process that owns the helpers
-  std::mutex run_mu;  // one job at a time
-  std::mutex mu;      // guards job, generation, started, Job::active
-  std::condition_variable work_cv, done_cv;
-  Job* job = nullptr;
-  uint64_t generation = 0;
-  bool started = false;
-  std::vector<std::thread> helpers;
+  pid_t pid = 0;  // the process that owns the helpers
+  Mutex run_mu;   // one job at a time
+  Mutex mu;       // guards the fields below and Job::active
+  CondVar work_cv, done_cv;
+  Job* job TS_GUARDED_BY(mu) = nullptr;
+  uint64_t generation TS_GUARDED_BY(mu) = 0;
+  bool started TS_GUARDED_BY(mu) = false;
+  std::vector<std::thread> helpers TS_GUARDED_BY(mu);
 
-  void Helper() {
+  void Helper() TS_EXCLUDES(mu) {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(mu);
+    mu.Lock();
     for (;;) {
-      work_cv.wait(l, [&] { return job != nullptr && generation != seen; });
+      while (job == nullptr || generation == seen) work_cv.Wait(&mu);
       seen = generation;
       Job* j = job;
       ++j->active;
-      l.unlock();
+      mu.Unlock();
       Claim(j);
-      l.lock();
-      if (--j->active == 0) done_cv.notify_all();
+      mu.Lock();
+      if (--j->active == 0) done_cv.SignalAll();
     }
   }
 };
@@ -84,16 +86,15 @@ int HelperPool::threads() const { return impl_->threads; }
 void HelperPool::Run(size_t n, const std::function<void(size_t)>& fn) {
   Impl& d = *impl_;
   const bool forked = getpid() != d.pid;
-  if (n <= 1 || d.threads <= 1 || forked || !d.run_mu.try_lock()) {
+  if (n <= 1 || d.threads <= 1 || forked || !d.run_mu.TryLock()) {
     for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::lock_guard<std::mutex> running(d.run_mu, std::adopt_lock);
   Job j;
   j.fn = &fn;
   j.n = n;
   {
-    std::lock_guard<std::mutex> l(d.mu);
+    MutexLock l(&d.mu);
     if (!d.started) {
       d.started = true;
       for (int i = 1; i < d.threads; ++i) d.helpers.emplace_back([&d] { d.Helper(); });
@@ -101,11 +102,14 @@ void HelperPool::Run(size_t n, const std::function<void(size_t)>& fn) {
     d.job = &j;
     ++d.generation;
   }
-  d.work_cv.notify_all();
+  d.work_cv.SignalAll();
   Claim(&j);
-  std::unique_lock<std::mutex> l(d.mu);
-  d.job = nullptr;  // no helper joins from now on; wait for those inside
-  d.done_cv.wait(l, [&] { return j.active == 0; });
+  {
+    MutexLock l(&d.mu);
+    d.job = nullptr;  // no helper joins from now on; wait for those inside
+    while (j.active != 0) d.done_cv.Wait(&d.mu);
+  }
+  d.run_mu.Unlock();
 }
 
 }  // namespace trainscope::internal

@@ -185,8 +185,8 @@ void Accumulate(const T* data, size_t n, TensorStats* s) {
 
 #if defined(__x86_64__)
 bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
+  static const bool kHas = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return kHas;
 }
 
 __attribute__((target("avx2,fma"))) inline double HSum(__m256d v) {

@@ -72,10 +72,11 @@ class NvmlSource final : public GpuSource {
 
   std::string Describe() const override {
     std::string s = "NVML";
-    if (!driver_.empty())
+    if (!driver_.empty()) {
       s += " (driver " + driver_ + ", ";
-    else
+    } else {
       s += " (";
+    }
     return s + std::to_string(devices_.size()) + " GPUs)";
   }
 

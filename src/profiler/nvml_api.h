@@ -11,6 +11,8 @@
 
 namespace trainscope::nvml {
 
+// NVML's own C names, kept so that each declaration can be checked against nvml.h.
+// NOLINTBEGIN(readability-identifier-naming)
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef int nvmlReturn_t;  // 0 = NVML_SUCCESS
 inline constexpr nvmlReturn_t kSuccess = 0;
@@ -44,6 +46,7 @@ struct Api {
   nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned*) = nullptr;      // milliwatts
   nvmlReturn_t (*DeviceGetClockInfo)(nvmlDevice_t, int, unsigned*) = nullptr;  // MHz
 };
+// NOLINTEND(readability-identifier-naming)
 
 // Fills an Api from a symbol resolver (dlsym over a handle, or a test's table).
 Api ResolveApi(const std::function<void*(const char* symbol)>& resolve);

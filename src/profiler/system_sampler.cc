@@ -90,7 +90,7 @@ SystemSampler::SystemSampler(Env* env, std::string base_dir, SystemSamplerOption
 SystemSampler::~SystemSampler() { Stop(); }
 
 Status SystemSampler::Start() {
-  std::lock_guard<std::mutex> lock(run_mu_);
+  MutexLock lock(&run_mu_);
   if (running_.load()) return Status::OK();
   stop_ = false;
   running_.store(true);
@@ -100,14 +100,14 @@ Status SystemSampler::Start() {
 
 void SystemSampler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(&run_mu_);
     if (!running_.load()) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
   running_.store(false);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Status s = impl_->writer.Close();
   if (!s.ok() && impl_->reported_keys.insert("close").second) {
     impl_->reports.push_back("system metrics: " + s.ToString());
@@ -120,20 +120,21 @@ void SystemSampler::Run() {
   pthread_setname_np(pthread_self(), "ts-sampler");
   const auto interval = std::chrono::milliseconds(options_.interval_millis);
   auto next = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(run_mu_);
+  UniqueMutexLock lock(&run_mu_);
   while (!stop_) {
-    lock.unlock();
+    lock.Unlock();
     SampleNow();
-    lock.lock();
+    lock.Lock();
     next += interval;
     auto now = std::chrono::steady_clock::now();
     if (next < now) next = now;  // overslept (a suspended machine): do not catch up in a burst
-    cv_.wait_until(lock, next, [this] { return stop_; });
+    while (!stop_ && cv_.WaitUntil(&run_mu_, next)) {
+    }
   }
 }
 
 SystemSample SystemSampler::SampleNow() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Impl& m = *impl_;
   auto report_once = [&](const std::string& key, const std::string& msg) {
     if (!m.reported_keys.insert(key).second) return;
@@ -176,17 +177,17 @@ SystemSample SystemSampler::SampleNow() {
 }
 
 std::optional<SystemSample> SystemSampler::Latest() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return latest_;
 }
 
 std::vector<std::string> SystemSampler::reports() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return impl_->reports;
 }
 
 std::string SystemSampler::gpu_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return impl_->gpu_status;
 }
 

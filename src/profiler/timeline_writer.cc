@@ -1,6 +1,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -119,17 +120,26 @@ TimelineWriter::TimelineWriter(Env* env, std::string base_dir, TimelineWriterOpt
   if (options_.flush_interval_millis > 0) thread_ = std::thread([this] { Run(); });
 }
 
-TimelineWriter::~TimelineWriter() { Close(); }
+TimelineWriter::~TimelineWriter() {
+  // Close reports its I/O errors itself; an exception (out of memory) must not end the training
+  // from a destructor: the timeline is lost, the training goes on.
+  try {
+    (void)Close();
+  } catch (...) {
+  }
+}
 
 void TimelineWriter::Run() {
-  std::unique_lock<std::mutex> lock(run_mu_);
+  UniqueMutexLock lock(&run_mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(options_.flush_interval_millis),
-                 [this] { return stop_; });
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(options_.flush_interval_millis);
+    while (!stop_ && cv_.WaitUntil(&run_mu_, deadline)) {
+    }
     if (stop_) break;
-    lock.unlock();
+    lock.Unlock();
     Flush();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -140,7 +150,7 @@ void TimelineWriter::Enqueue(char ph, std::string_view phase, std::string_view n
     return;
   }
   int64_t tid = CurrentTid();
-  std::lock_guard<std::mutex> lock(buf_mu_);
+  MutexLock lock(&buf_mu_);
   if (closed_ || buffer_.size() >= options_.max_buffered_events) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -165,31 +175,31 @@ Status TimelineWriter::Flush() { return FlushImpl(/*finish_file=*/false); }
 
 Status TimelineWriter::Close() {
   {
-    std::lock_guard<std::mutex> lock(buf_mu_);
+    MutexLock lock(&buf_mu_);
     if (closed_) return Status::OK();
     closed_ = true;
   }
   {
-    std::lock_guard<std::mutex> lock(run_mu_);
+    MutexLock lock(&run_mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   return FlushImpl(/*finish_file=*/true);
 }
 
 std::vector<std::string> TimelineWriter::finished_files() const {
-  std::lock_guard<std::mutex> lock(file_mu_);
+  MutexLock lock(&file_mu_);
   return file_->finished;
 }
 
 Status TimelineWriter::FlushImpl(bool finish_file) {
   std::vector<Pending> batch;
   {
-    std::lock_guard<std::mutex> lock(buf_mu_);
+    MutexLock lock(&buf_mu_);
     batch.swap(buffer_);
   }
-  std::lock_guard<std::mutex> lock(file_mu_);
+  MutexLock lock(&file_mu_);
   FileState& f = *file_;
   auto report_once = [&](const std::string& key, const Status& s) {
     if (f.first_error.ok()) f.first_error = s;

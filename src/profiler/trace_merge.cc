@@ -50,6 +50,7 @@ std::string Str(const json& e, const char* key) {
 }
 
 // A torch.profiler Chrome trace placed on the epoch clock.
+// NOLINTNEXTLINE(bugprone-exception-escape): a false alarm on the implicit move of `doc`.
 struct TorchTrace {
   std::string path;
   json doc;              // the whole file

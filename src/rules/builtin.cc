@@ -116,15 +116,11 @@ UnitLayout LayoutOf(const std::vector<int64_t>& shape) {
   UnitLayout l;
   const int64_t n = NumElements(shape);
   if (shape.empty() || n == 0) return l;
-  size_t axis;
+  size_t axis = 1;  // 2-D and 4-D or more
   if (shape.size() == 1) {
     axis = 0;
-  } else if (shape.size() == 2) {
-    axis = 1;
   } else if (shape.size() == 3) {
     axis = 2;
-  } else {
-    axis = 1;
   }
   l.units = shape[axis];
   l.inner = 1;

@@ -163,11 +163,11 @@ class Confusion : public BuiltinRule {
 
   // 95 % Wilson score interval of a proportion k/n: the bounds a pass's sampling error allows.
   static double WilsonBound(int64_t k, int64_t n, bool upper) {
-    constexpr double z = 1.959963984540054;
+    constexpr double kZ = 1.959963984540054;
     const double nn = static_cast<double>(n), p = static_cast<double>(k) / nn;
-    const double centre = p + z * z / (2 * nn);
-    const double spread = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn));
-    return (upper ? centre + spread : centre - spread) / (1 + z * z / nn);
+    const double centre = p + kZ * kZ / (2 * nn);
+    const double spread = kZ * std::sqrt(p * (1 - p) / nn + kZ * kZ / (4 * nn * nn));
+    return (upper ? centre + spread : centre - spread) / (1 + kZ * kZ / nn);
   }
 
   // Judges the evaluation pass in eval_matrix_ at `step`. A pass that more training follows

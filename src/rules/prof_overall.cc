@@ -3,6 +3,7 @@
 // holds the summary: per node percentiles of CPU, memory, I/O wait, GPU and GPU memory use; time
 // per framework phase.
 #include <array>
+#include <cmath>
 #include <map>
 
 #include "rules/prof_rule.h"
@@ -14,7 +15,7 @@ namespace {
 class PercentHist {
  public:
   void Add(double v) {
-    const int i = static_cast<int>(std::clamp(v, 0.0, 100.0) * 10.0 + 0.5);
+    const int i = static_cast<int>(std::lround(std::clamp(v, 0.0, 100.0) * 10.0));
     ++bins_[static_cast<size_t>(i)];
     ++n_;
     max_ = std::max(max_, v);

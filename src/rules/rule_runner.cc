@@ -3,13 +3,13 @@
 #include <atomic>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 
 #include "rules/rule_eval.h"
 #include "rules/rule_output.h"
 #include "rules/step_cursor.h"
 #include "trainscope/rule_output_format.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -46,7 +46,7 @@ class RuleRunner::Impl {
     e.last_status_write_us = now;
     RuleState copy;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       copy = e.state;
     }
     KeepError(e.output->WriteStatus(copy, owner_->trial_->path(), now));
@@ -54,7 +54,7 @@ class RuleRunner::Impl {
 
   void SetError(Entry& e, const std::string& message) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       e.state.status = RuleEvaluationStatus::kError;
       e.state.message = message;
       e.state.finished = true;
@@ -67,7 +67,7 @@ class RuleRunner::Impl {
   void Record(Entry& e, const Result<Verdict>& verdict, int64_t step, const char* what) {
     if (!verdict.ok()) {
       if (rules_internal::IsNoData(verdict.status())) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (step >= 0) ++e.state.steps_skipped;
         return;
       }
@@ -76,7 +76,7 @@ class RuleRunner::Impl {
       return;
     }
     if (step >= 0) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++e.state.steps_evaluated;
       e.state.last_step = step;
       e.dirty = true;
@@ -105,7 +105,7 @@ class RuleRunner::Impl {
       int& count = e.events_per_tensor[f.tensor];
       bool write = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (e.state.first_finding_step < 0) e.state.first_finding_step = f.step;
         if (e.state.status != RuleEvaluationStatus::kIssuesFound) {
           e.state.status = RuleEvaluationStatus::kIssuesFound;
@@ -129,7 +129,7 @@ class RuleRunner::Impl {
     }
     if (v.end_of_rule) {
       e.active = false;
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       e.state.finished = true;
       changed = true;
     }
@@ -172,7 +172,7 @@ class RuleRunner::Impl {
       s.rule_state_bytes += e.rule->StateBytes();
     }
     s.data = owner_->data_->stats();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stats_ = s;
   }
 
@@ -200,7 +200,7 @@ class RuleRunner::Impl {
       }
       if (e.state.status == RuleEvaluationStatus::kError) continue;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (e.state.findings > 0 || e.state.suppressed > 0) {
           e.state.status = RuleEvaluationStatus::kIssuesFound;
         } else if (stopped) {
@@ -226,6 +226,9 @@ class RuleRunner::Impl {
     PublishStats();
   }
 
+ private:
+  friend class RuleRunner;
+
   RuleRunner* owner_;
   RunnerOptions options_;
   StepCursor cursor_;
@@ -237,8 +240,11 @@ class RuleRunner::Impl {
   int64_t last_step_ = -1;
   int64_t polls_ = 0;
   Status first_error_;
-  mutable std::mutex mu_;  // guards Entry::state for states(), and stats_
-  RunnerStats stats_;      // the last PublishStats()
+  // Guards stats_, and entries_ and each Entry::state for states() (written by the runner's
+  // thread, which reads them without it; not annotated, as a lock of the Impl cannot guard a
+  // field of Entry).
+  mutable Mutex mu_;
+  RunnerStats stats_ TS_GUARDED_BY(mu_);  // the last PublishStats()
 };
 
 Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path, RunnerOptions options,
@@ -302,7 +308,7 @@ Status RuleRunner::AddRule(std::unique_ptr<Rule> rule) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(impl_->mu_);
+    MutexLock lock(&impl_->mu_);
     impl_->entries_.push_back(std::move(e));
   }
   Impl::Entry& added = impl_->entries_.back();
@@ -358,14 +364,14 @@ Status RuleRunner::Run() {
 void RuleRunner::Stop() { impl_->stop_.store(true); }
 
 std::vector<RuleState> RuleRunner::states() const {
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  MutexLock lock(&impl_->mu_);
   std::vector<RuleState> out;
   for (const auto& e : impl_->entries_) out.push_back(e.state);
   return out;
 }
 
 RunnerStats RuleRunner::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu_);
+  MutexLock lock(&impl_->mu_);
   return impl_->stats_;
 }
 

@@ -11,7 +11,8 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
+
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -27,7 +28,7 @@ class ChunkPool {
   // A buffer of at least n bytes: a pooled one no larger than about twice n, else a new one.
   Chunk Get(size_t n) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       auto it = free_.lower_bound(n);
       if (it != free_.end() && it->first <= std::max(2 * n, n + (size_t{1} << 20))) {
         Chunk c{std::move(it->second), it->first};
@@ -42,25 +43,22 @@ class ChunkPool {
   // Takes a buffer back (or frees it when the pool is full).
   void Put(Chunk c) {
     if (!c.data) return;
-    std::unique_lock<std::mutex> l(mu_);
-    if (pooled_bytes_ + c.capacity > max_bytes_) {
-      l.unlock();
-      return;  // c frees its buffer
-    }
+    MutexLock l(&mu_);
+    if (pooled_bytes_ + c.capacity > max_bytes_) return;  // c frees its buffer
     pooled_bytes_ += c.capacity;
     free_.emplace(c.capacity, std::move(c.data));
   }
 
   size_t pooled_bytes() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return pooled_bytes_;
   }
 
  private:
   const size_t max_bytes_;
-  mutable std::mutex mu_;
-  std::multimap<size_t, std::unique_ptr<char[]>> free_;
-  size_t pooled_bytes_ = 0;
+  mutable Mutex mu_;
+  std::multimap<size_t, std::unique_ptr<char[]>> free_ TS_GUARDED_BY(mu_);
+  size_t pooled_bytes_ TS_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainscope

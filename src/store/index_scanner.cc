@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 
 #include "trainscope/trial_format.h"
 
@@ -127,7 +128,7 @@ Status IndexScanner::List(int64_t first_open_step, std::vector<FoundIndexFile>* 
     }
   }
   for (int64_t f : fresh) TS_RETURN_IF_ERROR(ListFolder(f, out));
-  std::sort(out->begin() + before, out->end(), SortByStepWorker);
+  std::sort(out->begin() + static_cast<std::ptrdiff_t>(before), out->end(), SortByStepWorker);
   return Status::OK();
 }
 
@@ -186,7 +187,7 @@ Status IndexScanner::Handle(const Status& wait_status, const std::vector<DirChan
   } else if (!wait_status.ok()) {
     return wait_status;
   }
-  std::sort(out->begin() + before, out->end(), SortByStepWorker);
+  std::sort(out->begin() + static_cast<std::ptrdiff_t>(before), out->end(), SortByStepWorker);
   return Status::OK();
 }
 

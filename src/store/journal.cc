@@ -449,13 +449,18 @@ Result<std::unique_ptr<Journal>> Journal::Open(const std::string& trial_dir,
     return Status::NotSupported("cannot map " + log_path + ": " + std::strerror(errno));
   j->log_ = static_cast<char*>(p);
   // A first slot now: proves fallocate and the mapping work here, and serves the first step.
-  TS_ASSIGN_OR_RETURN(j->prepared_, j->CreateSlot(jf::kMinGrowth, /*populate=*/true));
+  TS_ASSIGN_OR_RETURN(std::unique_ptr<JournalSlot> first,
+                      j->CreateSlot(jf::kMinGrowth, /*populate=*/true));
+  {
+    MutexLock l(&j->prepared_mu_);
+    j->prepared_ = std::move(first);
+  }
   return j;
 }
 
 Journal::~Journal() {
   {
-    std::lock_guard<std::mutex> l(prepared_mu_);
+    MutexLock l(&prepared_mu_);
     if (prepared_) prepared_->Remove();
     prepared_.reset();
   }
@@ -489,7 +494,7 @@ Result<std::unique_ptr<JournalSlot>> Journal::CreateSlot(size_t reserve, bool po
 
 Result<std::unique_ptr<JournalSlot>> Journal::NewSlot(size_t reserve) {
   {
-    std::lock_guard<std::mutex> l(prepared_mu_);
+    MutexLock l(&prepared_mu_);
     if (prepared_) return std::move(prepared_);
   }
   return CreateSlot(reserve, /*populate=*/false);
@@ -497,12 +502,12 @@ Result<std::unique_ptr<JournalSlot>> Journal::NewSlot(size_t reserve) {
 
 void Journal::Prepare(size_t reserve) {
   {
-    std::lock_guard<std::mutex> l(prepared_mu_);
+    MutexLock l(&prepared_mu_);
     if (prepared_) return;
   }
   auto s = CreateSlot(reserve, /*populate=*/true);
   if (!s.ok()) return;  // the training thread will try (and report) itself
-  std::lock_guard<std::mutex> l(prepared_mu_);
+  MutexLock l(&prepared_mu_);
   if (!prepared_) {
     prepared_ = std::move(*s);
   } else {
@@ -539,7 +544,7 @@ void Journal::SetState(uint64_t seq, uint32_t state) {
 
 void Journal::RemoveFiles() {
   {
-    std::lock_guard<std::mutex> l(prepared_mu_);
+    MutexLock l(&prepared_mu_);
     if (prepared_) prepared_->Remove();
     prepared_.reset();
   }

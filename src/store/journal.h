@@ -15,12 +15,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 #include "trainscope/writer.h"
 
 namespace trainscope {
@@ -109,8 +109,8 @@ class Journal {
   char* log_ = nullptr;
   uint64_t next_seq_ = 0;  // sealing thread only
   std::atomic<uint64_t> next_id_{0};
-  std::mutex prepared_mu_;
-  std::unique_ptr<JournalSlot> prepared_;  // guarded by prepared_mu_
+  Mutex prepared_mu_;
+  std::unique_ptr<JournalSlot> prepared_ TS_GUARDED_BY(prepared_mu_);
 };
 
 // Recovers one worker's journal whose lock is held by the caller through `log_fd` (an open

@@ -108,7 +108,7 @@ Result<StopRequest> StopRequestFromJson(std::string_view text) {
   return r;
 }
 
-StopSignal::StopSignal(std::string trial_dir, Env* env)
+StopSignal::StopSignal(const std::string& trial_dir, Env* env)
     : env_(env != nullptr ? env : Env::Default()),
       path_(PathFor(trial_dir)),
       smdebug_path_(SmdebugPath(trial_dir)) {}

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "store/step_tracker.h"
 #include "store/trial_index.h"
 #include "store/value_reader.h"
+#include "trainscope/thread_annotations.h"
 #include "trainscope/trial.h"
 
 namespace trainscope {
@@ -100,6 +100,9 @@ class Trial::Impl {
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step, Mode mode,
                                      const std::string& worker);
 
+ private:
+  friend class Trial;  // reads the fields fixed at Open
+
   Env* const env_;
   const std::string path_;
   const TrialOptions options_;
@@ -109,17 +112,21 @@ class Trial::Impl {
   const std::vector<CollectionInfo> collections_;
   const std::map<std::string, bool> parameters_;  // _meta.parameters: name -> trainable
 
+ public:
   // Trial::DamagedIndexFiles.
   std::vector<std::string> Damaged() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return damaged_;
   }
 
  private:
   // trial_refresh.cc
-  Status RefreshLocked(std::vector<FoundIndexFile>* found, bool have_notifier, bool* changed);
-  Status Scan(bool have_notifier, std::vector<FoundIndexFile>* found);
-  Status Load(std::vector<FoundIndexFile>& found, bool* changed);
+  Status RefreshLocked(std::vector<FoundIndexFile>* found, bool have_notifier, bool* changed)
+      TS_REQUIRES(refresh_mu_) TS_EXCLUDES(mu_);
+  Status Scan(bool have_notifier, std::vector<FoundIndexFile>* found) TS_REQUIRES(refresh_mu_)
+      TS_EXCLUDES(mu_);
+  Status Load(std::vector<FoundIndexFile>& found, bool* changed) TS_REQUIRES(refresh_mu_)
+      TS_EXCLUDES(mu_);
 
   // trial_query.cc
   // The entries of `tensor` at `step` of `mode` for `worker` ("" = the first worker by name).
@@ -131,17 +138,20 @@ class Trial::Impl {
   std::string Describe(const std::string& tensor, int64_t step, Mode mode) const;
 
   std::timed_mutex notifier_mu_;
-  std::mutex refresh_mu_;
-  IndexScanner scanner_;               // guarded by refresh_mu_ (+ notifier_mu_)
-  std::vector<FoundIndexFile> retry_;  // guarded by refresh_mu_: files to read again
+  Mutex refresh_mu_ TS_ACQUIRED_BEFORE(mu_);
+  // Guarded by refresh_mu_ (+ notifier_mu_ for its notifier). Not annotated: watching() is an
+  // atomic read without either, and WaitEvents runs under notifier_mu_ (a std::timed_mutex,
+  // which the analysis cannot see) alone.
+  IndexScanner scanner_;
+  std::vector<FoundIndexFile> retry_ TS_GUARDED_BY(refresh_mu_);  // files to read again
   static constexpr size_t kMaxDamaged = 1000;
-  std::vector<std::string> damaged_;  // guarded by mu_: DamagedIndexFiles()
+  std::vector<std::string> damaged_ TS_GUARDED_BY(mu_);  // DamagedIndexFiles()
 
-  mutable std::mutex mu_;
-  TrialIndex index_;
-  StepTracker tracker_;
-  bool refreshed_once_ = false;
-  std::chrono::steady_clock::time_point last_refresh_;
+  mutable Mutex mu_;
+  TrialIndex index_ TS_GUARDED_BY(mu_);
+  StepTracker tracker_ TS_GUARDED_BY(mu_);
+  bool refreshed_once_ TS_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point last_refresh_ TS_GUARDED_BY(mu_);
 
   ValueReader values_;
 };

@@ -112,7 +112,7 @@ Result<std::vector<std::string>> Trial::Impl::TensorNames(Mode mode, std::option
   TS_RETURN_IF_ERROR(MaybeRefresh());
   std::vector<std::string> names;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     std::optional<int64_t> global;
     if (step) {
       global = tracker_.GlobalStep(mode, *step);
@@ -144,30 +144,30 @@ Result<std::vector<std::string>> Trial::Impl::TensorNames(Mode mode, std::option
 
 bool Trial::Impl::HasTensor(const std::string& name) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (index_.FindTensor(name)) return true;
   }
   (void)MaybeRefresh();  // a query answers with what it can read; Refresh() reports errors
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return index_.FindTensor(name).has_value();
 }
 
 std::vector<int64_t> Trial::Impl::Steps(Mode mode, bool show_incomplete) {
   (void)MaybeRefresh();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return tracker_.Steps(mode, show_incomplete);
 }
 
 std::vector<Mode> Trial::Impl::Modes() {
   (void)MaybeRefresh();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return tracker_.Modes();
 }
 
 Result<std::pair<Mode, int64_t>> Trial::Impl::ModeOf(int64_t global_step) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (auto m = tracker_.ModeOf(global_step)) return *m;
     }
     if (attempt == 0) (void)MaybeRefresh();
@@ -179,7 +179,7 @@ Result<std::pair<Mode, int64_t>> Trial::Impl::ModeOf(int64_t global_step) {
 Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (auto g = tracker_.GlobalStep(mode, mode_step)) return *g;
     }
     if (attempt == 0) (void)MaybeRefresh();
@@ -190,12 +190,12 @@ Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
 
 StepState Trial::Impl::HasPassedStep(int64_t step, Mode mode) {
   (void)MaybeRefresh();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return tracker_.HasPassedStep(step, mode);
 }
 
 bool Trial::Impl::loaded_all_steps() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return tracker_.loaded_all_steps();
 }
 
@@ -204,14 +204,14 @@ bool Trial::Impl::training_ended() {
 }
 
 int64_t Trial::Impl::last_complete_step() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return tracker_.last_complete_step();
 }
 
 Result<std::vector<int64_t>> Trial::Impl::TensorSteps(const std::string& tensor, Mode mode,
                                                       bool show_incomplete) {
   (void)MaybeRefresh();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto id = index_.FindTensor(tensor);
   if (!id) {
     return Status::NotFound("TensorUnavailable: tensor \"" + tensor + "\" was not saved in " +
@@ -242,7 +242,7 @@ Status Trial::Impl::MissError(const std::string& tensor, int64_t step, Mode mode
   bool ended;
   int64_t last_step = -1;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     state = tracker_.HasPassedStep(step, mode);
     ended = tracker_.loaded_all_steps();
     auto steps = tracker_.Steps(mode, false);
@@ -272,7 +272,7 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
   bool known = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt == 1) (void)MaybeRefresh();
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto id = index_.FindTensor(tensor);
     if (!id) continue;
     known = true;
@@ -327,7 +327,7 @@ Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& t
                                                             Mode mode) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt == 1) (void)MaybeRefresh();
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto id = index_.FindTensor(tensor);
     std::optional<int64_t> global =
         mode == Mode::kGlobal ? std::optional<int64_t>(step) : tracker_.GlobalStep(mode, step);

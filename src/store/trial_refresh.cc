@@ -31,7 +31,7 @@ struct Parsed {
 }  // namespace
 
 Status Trial::Impl::Init() {
-  std::lock_guard<std::mutex> rl(refresh_mu_);
+  MutexLock rl(&refresh_mu_);
   return scanner_.Init(options_.use_inotify);
 }
 
@@ -49,7 +49,7 @@ Status Trial::Impl::Scan(bool have_notifier, std::vector<FoundIndexFile>* found)
   }
   int64_t first_open;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     first_open = tracker_.last_complete_step() + 1;
   }
   return scanner_.List(first_open, found);
@@ -79,7 +79,7 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       if (text.status().code() == StatusCode::kOutOfRange) {
         Status too_big = Status::Corruption("index file " + text.status().message());
         note(too_big);
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (damaged_.size() < kMaxDamaged) damaged_.push_back(too_big.message());
         continue;
       }
@@ -100,7 +100,7 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       auto parsed = ParseIndexFile(p.text, p.file->path);
       if (!parsed.ok()) {
         note(parsed.status());  // a damaged file is reported once and not read again
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (damaged_.size() < kMaxDamaged) damaged_.push_back(parsed.status().message());
         continue;
       }
@@ -108,7 +108,7 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
       ViewOf(*p.slow, &p.view);
       p.ok = true;
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (size_t i = 0; i < end - begin; ++i) {
       const Parsed& p = batch[i];
       if (!p.ok) continue;
@@ -145,7 +145,7 @@ Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool ha
   if (status.ok()) status = scan;
   bool finish = false;
   if (scanner_.end_marker_seen()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     finish = !tracker_.loaded_all_steps();
   }
   if (finish) {
@@ -156,11 +156,11 @@ Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool ha
     Status s = Scan(have_notifier, &found);
     Status l2 = Load(found, changed);
     if (status.ok()) status = s.ok() ? l2 : s;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     tracker_.SetLoadedAll();
     *changed = true;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   refreshed_once_ = true;
   last_refresh_ = Clock::now();
   return status;
@@ -170,7 +170,7 @@ Status Trial::Impl::Refresh(bool* changed) {
   bool ignored = false;
   Status s;
   {
-    std::lock_guard<std::mutex> rl(refresh_mu_);
+    MutexLock rl(&refresh_mu_);
     s = RefreshLocked(nullptr, /*have_notifier=*/false, changed ? changed : &ignored);
   }
   CloseNotifierIfDone();
@@ -181,13 +181,13 @@ void Trial::Impl::CloseNotifierIfDone() {
   if (!scanner_.watching() || !loaded_all_steps()) return;
   std::unique_lock<std::timed_mutex> nl(notifier_mu_, std::try_to_lock);
   if (!nl.owns_lock()) return;  // a thread waits on it: it closes it when it sees the end
-  std::lock_guard<std::mutex> rl(refresh_mu_);
+  MutexLock rl(&refresh_mu_);
   if (scanner_.watching()) scanner_.StopWatching();
 }
 
 Status Trial::Impl::MaybeRefresh() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (tracker_.loaded_all_steps()) return Status::OK();
     if (refreshed_once_ && options_.refresh_interval.count() > 0 &&
         Clock::now() - last_refresh_ < options_.refresh_interval) {
@@ -216,7 +216,7 @@ Status Trial::Impl::WaitForChange(std::chrono::milliseconds timeout) {
       std::vector<DirChange> changes;
       Status ws = scanner_.WaitEvents(std::max(remaining, std::chrono::milliseconds(0)), &changes);
       if (ws.ok() && changes.empty()) continue;  // timed out
-      std::lock_guard<std::mutex> rl(refresh_mu_);
+      MutexLock rl(&refresh_mu_);
       std::vector<FoundIndexFile> found;
       Status hs = scanner_.HandleEvents(ws, changes, &found);
       Status rs = RefreshLocked(&found, /*have_notifier=*/true, &changed);

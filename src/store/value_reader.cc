@@ -45,13 +45,13 @@ ValueReader::ValueReader(Env* env, size_t max_mapped_files, bool verify_checksum
     : env_(env), capacity_(std::max<size_t>(1, max_mapped_files)), verify_(verify_checksums) {}
 
 size_t ValueReader::mapped_files() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return lru_.size();
 }
 
 Result<std::shared_ptr<const FileRegion>> ValueReader::Map(const std::string& path, bool fresh) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = map_.find(path);
     if (it != map_.end()) {
       if (!fresh) {
@@ -64,7 +64,7 @@ Result<std::shared_ptr<const FileRegion>> ValueReader::Map(const std::string& pa
   }
   // Map outside the lock: it is a few syscalls, and other readers need not wait for them.
   TS_ASSIGN_OR_RETURN(std::shared_ptr<const FileRegion> region, env_->MapFile(path));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = map_.find(path);
   if (it != map_.end()) {  // another thread mapped it meanwhile: keep theirs
     lru_.splice(lru_.begin(), lru_, it->second);

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +26,7 @@
 #include "trainscope/env.h"
 #include "trainscope/status.h"
 #include "trainscope/tensor.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -58,10 +58,10 @@ class ValueReader {
   Env* env_;
   size_t capacity_;
   bool verify_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Most recently used first.
-  std::list<std::pair<std::string, std::shared_ptr<const FileRegion>>> lru_;
-  std::unordered_map<std::string, decltype(lru_)::iterator> map_;
+  std::list<std::pair<std::string, std::shared_ptr<const FileRegion>>> lru_ TS_GUARDED_BY(mu_);
+  std::unordered_map<std::string, decltype(lru_)::iterator> map_ TS_GUARDED_BY(mu_);
 };
 
 }  // namespace trainscope

@@ -7,11 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "store/journal.h"
 #include "store/step_buffer.h"
 #include "trainscope/helper_pool.h"
+#include "trainscope/thread_annotations.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
@@ -37,7 +36,13 @@ class TrialWriter::Impl {
         env_(options_.env),
         pool_(options_.max_queue_bytes) {}
 
-  ~Impl() { (void)Close(); }
+  ~Impl() {
+    // An exception here (out of memory in Close) must not end the training from a destructor.
+    try {
+      (void)Close();
+    } catch (...) {
+    }
+  }
 
   // Opens the journal (docs/formats/journal.md) where it can be used; recovers what a dead
   // writer of this worker left. Aborted when a live writer of this worker holds it.
@@ -99,7 +104,7 @@ class TrialWriter::Impl {
     dropping_ = false;
     dropped_any_ = false;
     if (options_.when_full == WriterOptions::WhenFull::kDropStep) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       dropping_ = !Accepts(1);
     }
     return Status::OK();
@@ -176,9 +181,9 @@ class TrialWriter::Impl {
     if (step->empty() && !dropped_any_) return Status::OK();
     step->Finish();
     const uint64_t bytes = step->memory_bytes();
-    std::unique_lock<std::mutex> l(mu_);
-    auto fits = [&] { return Accepts(bytes); };
-    if (dropping_ || (options_.when_full == WriterOptions::WhenFull::kDropStep && !fits())) {
+    UniqueMutexLock l(&mu_);
+    if (dropping_ ||
+        (options_.when_full == WriterOptions::WhenFull::kDropStep && !Accepts(bytes))) {
       ++stats_.steps_dropped;
       if (first_lost_step_ < 0) first_lost_step_ = step->step();
       if (!warned_drop_ && !options_.quiet) {
@@ -196,21 +201,21 @@ class TrialWriter::Impl {
       }
       return Status::OK();
     }
-    room_cv_.wait(l, fits);
+    while (!Accepts(bytes)) room_cv_.Wait(&mu_);
     if (step->journaled()) {
       // The seal: from here on the step survives the process (docs/formats/journal.md).
-      l.unlock();
+      l.Unlock();
       Status s = step->status().ok() ? Seal(step.get()) : step->status();
       if (!s.ok()) {
         LoseStep(step.get(), s);
         return Status::OK();
       }
-      l.lock();
+      l.Lock();
     }
     queue_bytes_ += bytes;
     stats_.queue_high_water = std::max<uint64_t>(stats_.queue_high_water, queue_bytes_);
     queue_.push_back(std::move(step));
-    work_cv_.notify_one();
+    work_cv_.Signal();
     return Status::OK();
   }
 
@@ -258,7 +263,7 @@ class TrialWriter::Impl {
     RecordError(s.WithContext("step " + std::to_string(step->step())));
     bool mark = false;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++stats_.steps_failed;
       if (first_lost_step_ < 0) first_lost_step_ = step->step();
       mark = !marked_incomplete_;
@@ -268,8 +273,8 @@ class TrialWriter::Impl {
   }
 
   Status Flush() {
-    std::unique_lock<std::mutex> l(mu_);
-    idle_cv_.wait(l, [&] { return queue_.empty() && in_flight_ == 0; });
+    MutexLock l(&mu_);
+    while (!queue_.empty() || in_flight_ != 0) idle_cv_.Wait(&mu_);
     return first_error_;
   }
 
@@ -277,10 +282,10 @@ class TrialWriter::Impl {
     if (closed_) return first_error();
     if (step_) (void)EndStep();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stop_ = true;
     }
-    work_cv_.notify_all();
+    work_cv_.SignalAll();
     for (std::thread& t : threads_) t.join();
     threads_.clear();
     closed_ = true;
@@ -290,7 +295,7 @@ class TrialWriter::Impl {
     }
     WriterStats st;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       st = stats_;
     }
     if (st.steps_failed > 0 || st.steps_dropped > 0) {
@@ -300,8 +305,8 @@ class TrialWriter::Impl {
         std::fprintf(stderr,
                      "trainscope: the trial %s is incomplete: %lld of %lld steps were not "
                      "written (%lld lost to I/O errors, %lld dropped)%s%s; see %s\n",
-                     dir_.c_str(), static_cast<long long>(st.steps_failed + st.steps_dropped),
-                     static_cast<long long>(st.steps_written + st.steps_failed + st.steps_dropped),
+                     dir_.c_str(), static_cast<long long>(st.steps_failed) + st.steps_dropped,
+                     static_cast<long long>(st.steps_written) + st.steps_failed + st.steps_dropped,
                      static_cast<long long>(st.steps_failed),
                      static_cast<long long>(st.steps_dropped),
                      err.ok() ? "" : "; first error: ", err.ok() ? "" : err.ToString().c_str(),
@@ -318,12 +323,12 @@ class TrialWriter::Impl {
   }
 
   Status first_error() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return first_error_;
   }
 
   WriterStats stats() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     WriterStats s = stats_;
     s.queue_bytes = queue_bytes_;
     return s;
@@ -335,7 +340,7 @@ class TrialWriter::Impl {
  private:
   // A step of `bytes` may join the queue now: it fits under the limit, or no step waits (so a
   // step larger than the limit is never refused for its size alone). REQUIRES: mu_ held.
-  bool Accepts(uint64_t bytes) const {
+  bool Accepts(uint64_t bytes) const TS_REQUIRES(mu_) {
     if (queue_.empty()) return true;
     const int64_t handed = static_cast<int64_t>(queue_.size()) + in_flight_;
     if (journal_ && handed >= journal_format::kEntries - 1) return false;  // log entries in use
@@ -347,23 +352,23 @@ class TrialWriter::Impl {
 
   // Each thread: take the next step, write its event file (in parallel with the other threads),
   // then wait for its turn and publish its index (in the order the steps were queued).
-  void Run() {
-    std::unique_lock<std::mutex> l(mu_);
+  void Run() TS_EXCLUDES(mu_) {
+    UniqueMutexLock l(&mu_);
     for (;;) {
-      work_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      while (!stop_ && queue_.empty()) work_cv_.Wait(&mu_);
       if (queue_.empty()) break;  // stop_ and drained
       std::unique_ptr<StepBuffer> step = std::move(queue_.front());
       queue_.pop_front();
       const uint64_t turn = next_take_++;
       ++in_flight_;
-      l.unlock();
+      l.Unlock();
       IndexFile index;
       std::string event_path;
       const bool journaled = step->journaled();
       Status s = journaled ? Status::OK() : WriteEvents(*step, &index, &event_path);
-      l.lock();
-      publish_cv_.wait(l, [&] { return next_publish_ == turn; });
-      l.unlock();
+      l.Lock();
+      while (next_publish_ != turn) publish_cv_.Wait(&mu_);
+      l.Unlock();
       if (journaled) {
         s = PublishJournaled(step.get());
       } else {
@@ -376,9 +381,9 @@ class TrialWriter::Impl {
       step.reset();  // frees chunks and keepalives (journal: unmaps the slot) outside the lock
       if (journaled) journal_->Prepare(reserve_hint_.load(std::memory_order_relaxed));
       if (!s.ok()) RecordError(s);
-      l.lock();
+      l.Lock();
       ++next_publish_;
-      publish_cv_.notify_all();
+      publish_cv_.SignalAll();
       queue_bytes_ -= bytes;
       if (s.ok()) {
         ++stats_.steps_written;
@@ -388,20 +393,20 @@ class TrialWriter::Impl {
         ++stats_.steps_failed;
         if (first_lost_step_ < 0) first_lost_step_ = step_number;
       }
-      room_cv_.notify_all();
+      room_cv_.SignalAll();
       // The first loss (an I/O error here, or a step dropped by the training thread) is
       // recorded in the trial at once, while this step still counts as in flight (so Flush()
       // returns after it).
       if (!marked_incomplete_ && (stats_.steps_failed > 0 || stats_.steps_dropped > 0)) {
         marked_incomplete_ = true;
-        l.unlock();
+        l.Unlock();
         WriteIncompleteMarker(/*final=*/false);
-        l.lock();
+        l.Lock();
       }
       --in_flight_;
-      idle_cv_.notify_all();
+      idle_cv_.SignalAll();
     }
-    idle_cv_.notify_all();
+    idle_cv_.SignalAll();
   }
 
   // Creates `dir` (and parents) unless this writer made it already; refuses a symbolic link
@@ -409,12 +414,12 @@ class TrialWriter::Impl {
   Status EnsureDir(const std::string& dir, bool* created) {
     *created = false;
     {
-      std::lock_guard<std::mutex> l(dirs_mu_);
+      MutexLock l(&dirs_mu_);
       if (made_dirs_.count(dir)) return Status::OK();
     }
     TS_RETURN_IF_ERROR(CheckNoLinkBelow(dir_, dir));
     TS_RETURN_IF_ERROR(env_->CreateDirs(dir));
-    std::lock_guard<std::mutex> l(dirs_mu_);
+    MutexLock l(&dirs_mu_);
     *created = made_dirs_.insert(dir).second;
     return Status::OK();
   }
@@ -539,12 +544,12 @@ class TrialWriter::Impl {
   // When the disk has no room for the content, an empty file (which needs no data block) still
   // says that steps were lost. Failures here are not reported again: the loss was.
   void WriteIncompleteMarker(bool final) {
-    std::lock_guard<std::mutex> ml(marker_mu_);
+    MutexLock ml(&marker_mu_);
     WriterStats st;
     Status err;
     int64_t first_lost;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       st = stats_;
       err = first_error_;
       first_lost = first_lost_step_;
@@ -567,7 +572,7 @@ class TrialWriter::Impl {
   }
 
   void RecordError(const Status& s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!first_error_.ok()) return;
     first_error_ = s;
     if (!options_.quiet) {
@@ -594,27 +599,30 @@ class TrialWriter::Impl {
   bool closed_ = false;
 
   // I/O threads.
-  std::mutex dirs_mu_;
-  std::set<std::string> made_dirs_;  // guarded by dirs_mu_
+  Mutex dirs_mu_;
+  std::set<std::string> made_dirs_ TS_GUARDED_BY(dirs_mu_);
 
   // Shared, guarded by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;     // queue non-empty or stop
-  std::condition_variable room_cv_;     // queue shrank
-  std::condition_variable idle_cv_;     // a step finished
-  std::condition_variable publish_cv_;  // next_publish_ moved
-  std::deque<std::unique_ptr<StepBuffer>> queue_;
-  uint64_t queue_bytes_ = 0;   // memory of queued steps and of those being written
-  int in_flight_ = 0;          // steps taken by I/O threads and not finished
-  uint64_t next_take_ = 0;     // turn of the next step a thread takes
-  uint64_t next_publish_ = 0;  // turn whose index goes out next
-  bool stop_ = false;
-  bool warned_drop_ = false;
-  bool marked_incomplete_ = false;  // the incomplete marker was written once
-  int64_t first_lost_step_ = -1;    // first step failed or dropped
-  std::mutex marker_mu_;            // one marker write at a time (after mu_, never inside it)
-  WriterStats stats_;
-  Status first_error_;
+  mutable Mutex mu_;
+  CondVar work_cv_;     // queue non-empty or stop
+  CondVar room_cv_;     // queue shrank
+  CondVar idle_cv_;     // a step finished
+  CondVar publish_cv_;  // next_publish_ moved
+  std::deque<std::unique_ptr<StepBuffer>> queue_ TS_GUARDED_BY(mu_);
+  // Memory of queued steps and of those being written.
+  uint64_t queue_bytes_ TS_GUARDED_BY(mu_) = 0;
+  int in_flight_ TS_GUARDED_BY(mu_) = 0;          // steps taken by I/O threads and not finished
+  uint64_t next_take_ TS_GUARDED_BY(mu_) = 0;     // turn of the next step a thread takes
+  uint64_t next_publish_ TS_GUARDED_BY(mu_) = 0;  // turn whose index goes out next
+  bool stop_ TS_GUARDED_BY(mu_) = false;
+  bool warned_drop_ TS_GUARDED_BY(mu_) = false;
+  // The incomplete marker was written once.
+  bool marked_incomplete_ TS_GUARDED_BY(mu_) = false;
+  int64_t first_lost_step_ TS_GUARDED_BY(mu_) = -1;  // first step failed or dropped
+  // One marker write at a time (taken before mu_, never inside it).
+  Mutex marker_mu_ TS_ACQUIRED_BEFORE(mu_);
+  WriterStats stats_ TS_GUARDED_BY(mu_);
+  Status first_error_ TS_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_;
   // Journal mode (docs/formats/journal.md); null without it. Destroyed after the threads.

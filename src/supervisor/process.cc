@@ -42,9 +42,11 @@ Result<Process> Process::Start(const ProcessOptions& options) {
   // the child may only call async-signal-safe functions.
   const std::vector<std::string> env = ChildEnvironment(options.env_add);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   std::vector<char*> argv;
+  argv.reserve(options.argv.size() + 1);
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const std::string cannot_start = "trainscope run: cannot start '" + options.argv[0] + "': ";

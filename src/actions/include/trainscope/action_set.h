@@ -22,7 +22,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +33,7 @@
 #include "trainscope/finding.h"
 #include "trainscope/prometheus.h"
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -104,7 +104,8 @@ class ActionSet {
 
   ActionContext context_;
   std::vector<Entry> entries_;
-  std::mutex mu_;  // guards Entry::last_fired
+  // Guards Entry::last_fired (not annotated: a lock of ActionSet cannot guard a field of Entry).
+  Mutex mu_;
 };
 
 }  // namespace trainscope

@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "trainscope/env.h"
 #include "trainscope/finding.h"
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -50,9 +50,9 @@ class EventLog {
 
   Env* const env_;
   const std::string path_;
-  mutable std::mutex mu_;
-  std::unique_ptr<WritableFile> file_;  // guarded by mu_
-  uint64_t lines_ = 0;                  // guarded by mu_
+  mutable Mutex mu_;
+  std::unique_ptr<WritableFile> file_ TS_GUARDED_BY(mu_);
+  uint64_t lines_ TS_GUARDED_BY(mu_) = 0;
 };
 
 // One parsed line of the event log.

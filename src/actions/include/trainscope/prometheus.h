@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +31,7 @@
 #include "trainscope/finding.h"
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -94,17 +94,17 @@ class PrometheusExporter {
 
   const std::string trial_;
   const double start_time_;
-  mutable std::mutex mu_;
-  std::map<std::string, RuleState, std::less<>> rules_;              // guarded by mu_
-  std::map<std::string, int64_t, std::less<>> steps_;                // by mode name; guarded by mu_
-  std::optional<double> loss_;                                       // guarded by mu_
-  int64_t loss_step_ = -1;                                           // guarded by mu_
-  std::map<std::pair<std::string, std::string>, uint64_t> actions_;  // guarded by mu_
-  bool stop_requested_ = false;                                      // guarded by mu_
-  std::map<std::string, Gauge, std::less<>> gauges_;                 // guarded by mu_
-  uint64_t scrapes_ = 0;                                             // guarded by mu_
-  std::unique_ptr<Server> server_;                                   // guarded by server_mu_
-  mutable std::mutex server_mu_;
+  mutable Mutex mu_;
+  std::map<std::string, RuleState, std::less<>> rules_ TS_GUARDED_BY(mu_);
+  std::map<std::string, int64_t, std::less<>> steps_ TS_GUARDED_BY(mu_);  // by mode name
+  std::optional<double> loss_ TS_GUARDED_BY(mu_);
+  int64_t loss_step_ TS_GUARDED_BY(mu_) = -1;
+  std::map<std::pair<std::string, std::string>, uint64_t> actions_ TS_GUARDED_BY(mu_);
+  bool stop_requested_ TS_GUARDED_BY(mu_) = false;
+  std::map<std::string, Gauge, std::less<>> gauges_ TS_GUARDED_BY(mu_);
+  uint64_t scrapes_ TS_GUARDED_BY(mu_) = 0;
+  mutable Mutex server_mu_;
+  std::unique_ptr<Server> server_ TS_GUARDED_BY(server_mu_);
 };
 
 }  // namespace trainscope

@@ -7,10 +7,11 @@
 // of scripts/run-tests.sh, with -Werror); under other compilers they expand to nothing.
 //
 // libstdc++'s std::mutex carries no capability attribute, so Clang cannot see it taken: a member
-// that a mutex guards uses trainscope::Mutex, locked with MutexLock, waited on with CondVar.
+// that a mutex guards uses trainscope::Mutex, locked with MutexLock (UniqueMutexLock where the
+// scope releases it for a while), waited on with CondVar.
 //
-// Thread safety: Mutex and CondVar are the synchronisation and are thread-safe; a MutexLock belongs
-// to the thread that made it.
+// Thread safety: Mutex and CondVar are the synchronisation and are thread-safe; a MutexLock or
+// UniqueMutexLock belongs to the thread that made it.
 #pragma once
 
 #include <chrono>
@@ -76,6 +77,34 @@ class TS_SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex* const mu_;
+};
+
+// As MutexLock, but the holder may release the mutex inside its scope and take it again (as with
+// std::unique_lock), e.g. to do slow work unlocked in the middle of a locked loop. Releases it at
+// the end of the scope only if held then.
+class TS_SCOPED_CAPABILITY UniqueMutexLock {
+ public:
+  explicit UniqueMutexLock(Mutex* mu) TS_ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~UniqueMutexLock() TS_RELEASE() {
+    if (held_) mu_->Unlock();
+  }
+  UniqueMutexLock(const UniqueMutexLock&) = delete;
+  UniqueMutexLock& operator=(const UniqueMutexLock&) = delete;
+
+  // REQUIRES: held.
+  void Unlock() TS_RELEASE() {
+    held_ = false;
+    mu_->Unlock();
+  }
+  // REQUIRES: not held.
+  void Lock() TS_ACQUIRE() {
+    mu_->Lock();
+    held_ = true;
+  }
+
+ private:
+  Mutex* const mu_;
+  bool held_ = true;
 };
 
 // A condition variable waited on under a Mutex (always the same one for one CondVar). Wait with

@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -68,10 +68,10 @@ class FakeGpuSource : public GpuSource {
   int64_t sample_calls() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<GpuMetrics> gpus_;
-  Status error_;
-  int64_t calls_ = 0;
+  mutable Mutex mu_;
+  std::vector<GpuMetrics> gpus_ TS_GUARDED_BY(mu_);
+  Status error_ TS_GUARDED_BY(mu_);
+  int64_t calls_ TS_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace trainscope

@@ -13,11 +13,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +26,7 @@
 #include "trainscope/gpu_source.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -129,15 +128,15 @@ class SystemSampler {
  private:
   class Impl;
   SystemSampler(Env* env, std::string base_dir, SystemSamplerOptions options);
-  void Run();
+  void Run() TS_EXCLUDES(run_mu_);
 
   SystemSamplerOptions options_;
-  std::unique_ptr<Impl> impl_;
-  mutable std::mutex mu_;  // guards impl_ state, latest_
-  std::optional<SystemSample> latest_;
-  std::mutex run_mu_;  // guards stop_ and the thread
-  std::condition_variable cv_;
-  bool stop_ = false;
+  mutable Mutex mu_;
+  std::unique_ptr<Impl> impl_ TS_PT_GUARDED_BY(mu_);
+  std::optional<SystemSample> latest_ TS_GUARDED_BY(mu_);
+  Mutex run_mu_;  // guards stop_ and the thread
+  CondVar cv_;
+  bool stop_ TS_GUARDED_BY(run_mu_) = false;
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::atomic<int64_t> samples_{0};

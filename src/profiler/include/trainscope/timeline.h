@@ -18,11 +18,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,6 +31,7 @@
 #include "trainscope/env.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/status.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 
@@ -117,23 +116,23 @@ class TimelineWriter {
   TimelineWriter(Env* env, std::string base_dir, TimelineWriterOptions options);
   void Enqueue(char ph, std::string_view phase, std::string_view name, uint64_t ts_us,
                uint64_t dur_us, TimelineArgs args, char scope);
-  void Run();
-  Status FlushImpl(bool finish_file);
+  void Run() TS_EXCLUDES(run_mu_);
+  Status FlushImpl(bool finish_file) TS_EXCLUDES(buf_mu_, file_mu_);
 
   TimelineWriterOptions options_;
   Env* env_;
   std::string base_dir_;
 
-  std::mutex buf_mu_;  // guards buffer_, closed_
-  std::vector<Pending> buffer_;
-  bool closed_ = false;
+  Mutex buf_mu_;
+  std::vector<Pending> buffer_ TS_GUARDED_BY(buf_mu_);
+  bool closed_ TS_GUARDED_BY(buf_mu_) = false;
 
-  mutable std::mutex file_mu_;  // guards file_ (serialises Flush/Close)
-  std::unique_ptr<FileState> file_;
+  mutable Mutex file_mu_;  // serialises Flush/Close
+  std::unique_ptr<FileState> file_ TS_GUARDED_BY(file_mu_);
 
-  std::mutex run_mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex run_mu_;
+  CondVar cv_;
+  bool stop_ TS_GUARDED_BY(run_mu_) = false;
   std::thread thread_;
 
   std::atomic<int64_t> recorded_{0}, written_{0}, dropped_{0};

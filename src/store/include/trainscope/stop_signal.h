@@ -64,7 +64,7 @@ class StopSignal {
  public:
   // Watches `trial_dir` through `env` (not owned; must outlive this; null means Env::Default()).
   // Reads SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE once, here.
-  explicit StopSignal(std::string trial_dir, Env* env = nullptr);
+  explicit StopSignal(const std::string& trial_dir, Env* env = nullptr);
 
   // True when a stop has been requested. One access(2) (two with smdebug's variable set).
   bool Check() const;

@@ -12,6 +12,8 @@
 extern "C" {
 #endif
 
+/* C names: trainscope_ prefix, snake_case. NOLINTBEGIN(readability-identifier-naming) */
+
 typedef struct trainscope_stop_signal trainscope_stop_signal;
 
 /* Opens a watcher for `trial_dir` (paths resolved once). NULL when trial_dir is NULL or memory
@@ -30,6 +32,8 @@ long trainscope_stop_reason(const char* trial_dir, char* buf, size_t buf_len);
 /* Raises a stop as a person would ("source": "user"), with `explanation` (may be NULL).
  * Returns 0 on success, -1 on failure. */
 int trainscope_request_stop(const char* trial_dir, const char* explanation);
+
+/* NOLINTEND(readability-identifier-naming) */
 
 #ifdef __cplusplus
 }  // extern "C"
