@@ -60,8 +60,12 @@ void BM_FindingLatency(benchmark::State& state) {
   ro.wait_timeout = std::chrono::milliseconds(1000);  // inotify wakes it, not the timeout
   ro.max_events_per_tensor = 1 << 30;                 // every finding reaches the sink
   RuleRunner runner(std::shared_ptr<Trial>(std::move(trial).value()), ro);
-  runner.AddRule(CreateRule("ExplodingTensor").value());
-  runner.AddRule(CreateRule("VanishingGradient").value());
+  for (const char* rule : {"ExplodingTensor", "VanishingGradient"}) {
+    if (Status s = runner.AddRule(CreateRule(rule).value()); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
 
   std::mutex mu;
   std::condition_variable cv;

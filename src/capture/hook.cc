@@ -92,6 +92,8 @@ class Hook::Impl {
     }
     return s;
   }
+  // Report() where nobody takes the Status back (ends of steps, Close): first_error() has it.
+  void Note(Status s, std::string_view what) { (void)Report(std::move(s), what); }
 
   Status EnsureWriter() {
     if (writer) return Status::OK();
@@ -217,7 +219,7 @@ class Hook::Impl {
       step_open = false;
       ++steps_ended;
       saved_any_step = true;
-      Report(writer->EndStep(), "(end of step)");
+      Note(writer->EndStep(), "(end of step)");
     }
   }
 };
@@ -339,11 +341,11 @@ bool Hook::Step() {
     return false;
   }
   EndStep();
-  if (d.saved_any_step && !d.collections_exported) d.Report(d.ExportCollections(), "(collections)");
+  if (d.saved_any_step && !d.collections_exported) d.Note(d.ExportCollections(), "(collections)");
   if (!d.prepared || d.prepared_version != d.config.collections.version()) {
     Status s = Prepare();
     if (!s.ok()) {
-      d.Report(s, "(configuration)");
+      d.Note(s, "(configuration)");
       d.due = 0;
     }
   }
@@ -440,7 +442,7 @@ Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
 Status Hook::Flush() {
   Impl& d = *impl_;
   if (d.closed || !d.writes) return d.first_error;
-  if (d.saved_any_step || d.step_open) d.Report(d.ExportCollections(), "(collections)");
+  if (d.saved_any_step || d.step_open) d.Note(d.ExportCollections(), "(collections)");
   if (d.writer) d.AdoptWriterError(d.writer->Flush());
   return d.first_error;
 }
@@ -456,14 +458,14 @@ Status Hook::Close() {
   d.closed = true;
   d.due = 0;
   if (!d.writes) return d.first_error;
-  d.Report(d.ExportCollections(), "(collections)");
-  if (d.tensorboard) d.Report(d.tensorboard->Close(), "(tensorboard)");
+  d.Note(d.ExportCollections(), "(collections)");
+  if (d.tensorboard) d.Note(d.tensorboard->Close(), "(tensorboard)");
   // The writer records lost steps in the trial (incomplete_<worker>.json) and says so; the job
   // still ended, so the end marker follows (readers must not wait for ever).
   if (d.writer) d.AdoptWriterError(d.writer->Close());
   const int num_workers = d.config.include_workers == IncludeWorkers::kAll ? d.world_size : 1;
   auto marked = capture::MarkDoneAndMaybeEnd(d.env, d.config.out_dir, d.worker, num_workers);
-  if (!marked.ok()) d.Report(marked.status(), "(end marker)");
+  if (!marked.ok()) d.Note(marked.status(), "(end marker)");
   d.out_dir_lock.reset();  // the trial is finished: the folder is free
   return d.first_error;
 }

@@ -128,7 +128,7 @@ void TimelineWriter::Run() {
                  [this] { return stop_; });
     if (stop_) break;
     lock.unlock();
-    Flush();
+    (void)Flush();  // Flush reports its error itself; the training is not to be disturbed
     lock.lock();
   }
 }
@@ -215,9 +215,9 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       return Status::OK();
     }();
     if (!s.ok()) {
-      if (f.file) f.file->Close();
+      if (f.file) (void)f.file->Close();  // dropped: `s` says why
       f.file.reset();
-      env_->RemoveFile(f.tmp_path);
+      (void)env_->RemoveFile(f.tmp_path);  // cleanup, as above
       dropped_.fetch_add(f.events_in_file);
       written_.fetch_sub(f.events_in_file);
       report_once("finish", s.WithContext("closing timeline file " + f.tmp_path +
@@ -327,9 +327,9 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
     Status s = f.file->Append(l);
     if (!s.ok()) {
       // The file is unusable: drop it (and what it held), start afresh with the next event.
-      f.file->Close();
+      (void)f.file->Close();  // unusable already: `s` says why
       f.file.reset();
-      env_->RemoveFile(f.tmp_path);
+      (void)env_->RemoveFile(f.tmp_path);  // cleanup, as above
       dropped_.fetch_add(f.events_in_file + 1);
       written_.fetch_sub(f.events_in_file);
       report_once("append", s.WithContext("writing timeline file " + f.tmp_path +

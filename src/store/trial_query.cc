@@ -153,13 +153,13 @@ bool Trial::Impl::HasTensor(const std::string& name) {
 }
 
 std::vector<int64_t> Trial::Impl::Steps(Mode mode, bool show_incomplete) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   std::lock_guard<std::mutex> l(mu_);
   return tracker_.Steps(mode, show_incomplete);
 }
 
 std::vector<Mode> Trial::Impl::Modes() {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   std::lock_guard<std::mutex> l(mu_);
   return tracker_.Modes();
 }
@@ -170,7 +170,7 @@ Result<std::pair<Mode, int64_t>> Trial::Impl::ModeOf(int64_t global_step) {
       std::lock_guard<std::mutex> l(mu_);
       if (auto m = tracker_.ModeOf(global_step)) return *m;
     }
-    if (attempt == 0) (void)MaybeRefresh();
+    if (attempt == 0) (void)MaybeRefresh();  // answers with what it can read (as above)
   }
   return Status::NotFound("StepUnavailable: global step " + std::to_string(global_step) +
                           " was not saved in " + path_ + " (yet)")
@@ -183,7 +183,7 @@ Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
       std::lock_guard<std::mutex> l(mu_);
       if (auto g = tracker_.GlobalStep(mode, mode_step)) return *g;
     }
-    if (attempt == 0) (void)MaybeRefresh();
+    if (attempt == 0) (void)MaybeRefresh();  // answers with what it can read (as above)
   }
   return Status::NotFound("StepUnavailable: step " + std::to_string(mode_step) + " of mode " +
                           std::string(ModeName(mode)) + " was not saved in " + path_ + " (yet)")
@@ -191,7 +191,7 @@ Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
 }
 
 StepState Trial::Impl::HasPassedStep(int64_t step, Mode mode) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   std::lock_guard<std::mutex> l(mu_);
   return tracker_.HasPassedStep(step, mode);
 }
@@ -212,7 +212,7 @@ int64_t Trial::Impl::last_complete_step() const {
 
 Result<std::vector<int64_t>> Trial::Impl::TensorSteps(const std::string& tensor, Mode mode,
                                                       bool show_incomplete) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   std::lock_guard<std::mutex> l(mu_);
   auto id = index_.FindTensor(tensor);
   if (!id) {
@@ -279,7 +279,7 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
                                         const std::string& worker) {
   bool known = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt == 1) (void)MaybeRefresh();
+    if (attempt == 1) (void)MaybeRefresh();  // answers with what it can read (as above)
     std::lock_guard<std::mutex> l(mu_);
     auto id = index_.FindTensor(tensor);
     if (!id) continue;
@@ -339,7 +339,7 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
 Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& tensor, int64_t step,
                                                             Mode mode) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt == 1) (void)MaybeRefresh();
+    if (attempt == 1) (void)MaybeRefresh();  // answers with what it can read (as above)
     std::lock_guard<std::mutex> l(mu_);
     auto id = index_.FindTensor(tensor);
     std::optional<int64_t> global =
@@ -389,10 +389,10 @@ Result<Tensor> Trial::Impl::Value(const std::string& tensor, int64_t step, Mode 
   if (v == nullptr) {
     const bool red = e.HasReductions();
     return Status::NotFound(
-        "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": only its " +
-        std::string(red ? "reductions" : "shape") +
-        " were saved, not the raw value (has_reductions=" + (red ? "true" : "false") +
-        "); use ReductionValue" + (red ? "" : " or Shape") + ", or save the raw tensor")
+               "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": only its " +
+               std::string(red ? "reductions" : "shape") +
+               " were saved, not the raw value (has_reductions=" + (red ? "true" : "false") +
+               "); use ReductionValue" + (red ? "" : " or Shape") + ", or save the raw tensor")
         .WithDetail(ErrorDetail::kTensorUnavailableForStep,
                     {.tensor = tensor, .step = step, .mode = mode, .has_reductions = red});
   }
@@ -409,14 +409,13 @@ Result<double> Trial::Impl::ReductionValue(const std::string& tensor, int64_t st
   const StepEntries::Entry* v = e.Find(LocationKind::kValue);
   if (v == nullptr) {
     return Status::NotFound(
-        "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": neither the " +
-        (r.abs ? "abs_" : "") + std::string(ReductionOpName(r.op)) +
-        " reduction nor the raw value was saved, so it cannot be computed (has_reductions=" +
-        (e.HasReductions() ? "true" : "false") + ")")
-        .WithDetail(ErrorDetail::kTensorUnavailableForStep, {.tensor = tensor,
-                                                             .step = step,
-                                                             .mode = mode,
-                                                             .has_reductions = e.HasReductions()});
+               "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": neither the " +
+               (r.abs ? "abs_" : "") + std::string(ReductionOpName(r.op)) +
+               " reduction nor the raw value was saved, so it cannot be computed (has_reductions=" +
+               (e.HasReductions() ? "true" : "false") + ")")
+        .WithDetail(
+            ErrorDetail::kTensorUnavailableForStep,
+            {.tensor = tensor, .step = step, .mode = mode, .has_reductions = e.HasReductions()});
   }
   TS_ASSIGN_OR_RETURN(Tensor t, Read(e, *v));
   return ComputeReduction(t.view(), r);

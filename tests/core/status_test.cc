@@ -43,9 +43,9 @@ TEST(StatusTest, DetailAndSubjectSurviveCopiesAndContext) {
   Status plain = Status::NotFound("StepUnavailable: looks like a detail, is not one");
   EXPECT_EQ(plain.detail(), ErrorDetail::kNone);  // the message never sets it
   EXPECT_EQ(plain.subject().step, -1);
-  Status s = Status::OutOfRange("training ended")
-                 .WithDetail(ErrorDetail::kNoMoreData,
-                             {.step = 9, .mode = Mode::kEval, .last_step = 4});
+  Status s =
+      Status::OutOfRange("training ended")
+          .WithDetail(ErrorDetail::kNoMoreData, {.step = 9, .mode = Mode::kEval, .last_step = 4});
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
   EXPECT_EQ(s.message(), "training ended");
   Status with_context = s.WithContext("reading trial /x");

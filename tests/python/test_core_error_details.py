@@ -65,11 +65,11 @@ def test_a_message_that_looks_like_a_detail_does_not_choose_the_class(trial_dir)
     index_files = sorted(pathlib.Path(trial_dir, "index").rglob("*.json"))
     first = index_files[0]
     doc = json.loads(first.read_text())
-    event_file = pathlib.Path(trial_dir, doc["event_file_name"])
+    event_file = pathlib.Path(trial_dir, doc["meta"]["event_file_name"])
     fake = "StepUnavailable: moved.tfevents"
     data = event_file.read_bytes()
     pathlib.Path(trial_dir, fake).write_bytes(data[: len(data) // 2])  # truncated
-    doc["event_file_name"] = fake
+    doc["meta"]["event_file_name"] = fake
     first.write_text(json.dumps(doc))
     trial = trainscope.create_trial(str(trial_dir))
     with pytest.raises(_core.CorruptionError) as info:

@@ -8,7 +8,7 @@
 // A failure that smdebug reports with an exception class of its own (a step not saved, training
 // ended...) also carries an ErrorDetail and its ErrorSubject (the tensor, step and mode it is
 // about): the bindings raise smdebug's class from these, never from the message, which is for
-// people.
+// people. Both types are [[nodiscard]]: ignoring one is a bug unless a `(void)` cast says why.
 //
 // Thread safety: Status and Result are values; distinct objects may be used from distinct threads.
 #pragma once
@@ -72,7 +72,7 @@ struct ErrorSubject {
   int64_t last_step = -1;       // kNoMoreData: the last step of `mode`, -1 if none
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message);
