@@ -85,10 +85,15 @@ void BM_FindingLatency(benchmark::State& state) {
   int64_t step = 0;
   std::vector<double> latencies_ms;
   for (auto _ : state) {
-    (*w)->BeginStep(step, Mode::kTrain, step);
-    (*w)->AddTensor("gradient/fc1.weight", {DType::kF32, g.data(), {32, 32}, {}, {}});
-    (*w)->EndStep();
-    (*w)->Flush();
+    Status s = (*w)->BeginStep(step, Mode::kTrain, step);
+    if (s.ok())
+      s = (*w)->AddTensor("gradient/fc1.weight", {DType::kF32, g.data(), {32, 32}, {}, {}});
+    if (s.ok()) s = (*w)->EndStep();
+    if (s.ok()) s = (*w)->Flush();
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
     const auto written = Clock::now();
     std::unique_lock<std::mutex> l(mu);
     if (!cv.wait_for(l, std::chrono::seconds(10), [&] { return seen_step >= step; })) {
@@ -100,7 +105,7 @@ void BM_FindingLatency(benchmark::State& state) {
     state.SetIterationTime(ms / 1000.0);
     ++step;
   }
-  (*w)->Close();
+  if (Status s = (*w)->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
   follower.join();
   std::sort(latencies_ms.begin(), latencies_ms.end());
   if (!latencies_ms.empty()) {

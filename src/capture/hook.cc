@@ -226,7 +226,7 @@ class Hook::Impl {
 
 Hook::Hook(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Hook::~Hook() { Close(); }
+Hook::~Hook() { (void)Close(); }  // an error was reported on stderr and is in first_error()
 
 Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   TS_RETURN_IF_ERROR(config.Validate());
@@ -334,7 +334,7 @@ bool Hook::Step() {
       d.stop_reason.explanation = "stop file present (no reason given)";
     }
     d.stop_requested = true;
-    Close();
+    (void)Close();  // its error is reported and stays in first_error(); a later Close() returns it
     // The explanation comes from a rule's file: escaped, so it cannot drive the terminal.
     std::fprintf(stderr, "trainscope: training stopped on request of %s\n",
                  EscapeForTerminal(d.stop_reason.ToString()).c_str());
@@ -358,12 +358,13 @@ bool Hook::Step() {
   if (!d.early_scalars.empty()) {
     auto early = std::move(d.early_scalars);
     d.early_scalars.clear();
-    for (const auto& s : early) SaveScalar(s.name, s.value, s.wall_time_s);
+    // Saves fail open: each failure is reported (stderr once, then first_error()).
+    for (const auto& s : early) (void)SaveScalar(s.name, s.value, s.wall_time_s);
   }
   if (!d.early_custom.empty()) {
     auto early = std::move(d.early_custom);
     d.early_custom.clear();
-    for (const auto& c : early) SaveCustomTensor(c.name, c.value.view(), c.collections);
+    for (const auto& c : early) (void)SaveCustomTensor(c.name, c.value.view(), c.collections);
   }
   return d.due != 0;
 }

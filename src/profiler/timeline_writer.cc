@@ -119,7 +119,8 @@ TimelineWriter::TimelineWriter(Env* env, std::string base_dir, TimelineWriterOpt
   if (options_.flush_interval_millis > 0) thread_ = std::thread([this] { Run(); });
 }
 
-TimelineWriter::~TimelineWriter() { Close(); }
+// A destructor cannot report: owners who want the error call Close() first (idempotent).
+TimelineWriter::~TimelineWriter() { (void)Close(); }
 
 void TimelineWriter::Run() {
   std::unique_lock<std::mutex> lock(run_mu_);
@@ -248,7 +249,7 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       s = f.file->Append(f.line);
     }
     if (!s.ok()) {
-      if (f.file) f.file->Close();
+      if (f.file) (void)f.file->Close();  // dropped: `s` says why
       f.file.reset();
       ++f.consecutive_open_failures;
       report_once("open", s.WithContext("opening timeline file " + f.tmp_path));

@@ -295,7 +295,7 @@ Result<std::unique_ptr<TorchHook>> TorchHook::CreateFromJsonFile(const std::stri
 
 TorchHook::TorchHook(std::unique_ptr<Hook> hook) : impl_(std::make_shared<Impl>(std::move(hook))) {}
 
-TorchHook::~TorchHook() { Close(); }
+TorchHook::~TorchHook() { (void)Close(); }  // reported on stderr; owners Close() first to see it
 
 Hook& TorchHook::hook() { return *impl_->hook; }
 
