@@ -273,11 +273,11 @@ class PyHook {
   void SaveStats(const std::string& name, const std::vector<double>& values,
                  const std::vector<int64_t>& shape) {
     TensorStats s = StatsFromValues(values);
-    Locked([&] { return hook_->SaveStats(name, s, shape); });
+    (void)Locked([&] { return hook_->SaveStats(name, s, shape); });  // reported by the hook
   }
 
   void SaveScalar(const std::string& name, double value, double wall_time_s) {
-    Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });
+    (void)Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });  // as above
   }
 
   void SaveCustom(const std::string& name, py::handle value,
@@ -319,7 +319,8 @@ class PyHook {
   }
 
   void ReportError(const std::string& tensor, const std::string& message) {
-    Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
+    // Recorded by the hook (stderr once, then first_error()); the caller wants nothing back.
+    (void)Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
   }
 
   void Close() {
