@@ -78,7 +78,8 @@ void BM_FindingLatency(benchmark::State& state) {
     seen_at = Clock::now();
     cv.notify_all();
   });
-  std::thread follower([&] { runner.Run(); });
+  Status run_status;
+  std::thread follower([&] { run_status = runner.Run(); });
 
   std::vector<float> g(1024, 1e-3f);
   g[7] = NAN;
@@ -107,6 +108,7 @@ void BM_FindingLatency(benchmark::State& state) {
   }
   if (Status s = (*w)->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
   follower.join();
+  if (!run_status.ok()) state.SkipWithError(run_status.ToString().c_str());
   std::sort(latencies_ms.begin(), latencies_ms.end());
   if (!latencies_ms.empty()) {
     state.counters["p50_ms"] = latencies_ms[latencies_ms.size() / 2];
