@@ -60,8 +60,12 @@ void BM_FindingLatency(benchmark::State& state) {
   ro.wait_timeout = std::chrono::milliseconds(1000);  // inotify wakes it, not the timeout
   ro.max_events_per_tensor = 1 << 30;                 // every finding reaches the sink
   RuleRunner runner(std::shared_ptr<Trial>(std::move(trial).value()), ro);
-  runner.AddRule(CreateRule("ExplodingTensor").value());
-  runner.AddRule(CreateRule("VanishingGradient").value());
+  for (const char* rule : {"ExplodingTensor", "VanishingGradient"}) {
+    if (Status s = runner.AddRule(CreateRule(rule).value()); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
 
   std::mutex mu;
   std::condition_variable cv;
@@ -74,17 +78,23 @@ void BM_FindingLatency(benchmark::State& state) {
     seen_at = Clock::now();
     cv.notify_all();
   });
-  std::thread follower([&] { runner.Run(); });
+  Status run_status;
+  std::thread follower([&] { run_status = runner.Run(); });
 
   std::vector<float> g(1024, 1e-3f);
   g[7] = NAN;
   int64_t step = 0;
   std::vector<double> latencies_ms;
   for (auto _ : state) {
-    (*w)->BeginStep(step, Mode::kTrain, step);
-    (*w)->AddTensor("gradient/fc1.weight", {DType::kF32, g.data(), {32, 32}, {}, {}});
-    (*w)->EndStep();
-    (*w)->Flush();
+    Status s = (*w)->BeginStep(step, Mode::kTrain, step);
+    if (s.ok())
+      s = (*w)->AddTensor("gradient/fc1.weight", {DType::kF32, g.data(), {32, 32}, {}, {}});
+    if (s.ok()) s = (*w)->EndStep();
+    if (s.ok()) s = (*w)->Flush();
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
     const auto written = Clock::now();
     std::unique_lock<std::mutex> l(mu);
     if (!cv.wait_for(l, std::chrono::seconds(10), [&] { return seen_step >= step; })) {
@@ -96,8 +106,9 @@ void BM_FindingLatency(benchmark::State& state) {
     state.SetIterationTime(ms / 1000.0);
     ++step;
   }
-  (*w)->Close();
+  if (Status s = (*w)->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
   follower.join();
+  if (!run_status.ok()) state.SkipWithError(run_status.ToString().c_str());
   std::sort(latencies_ms.begin(), latencies_ms.end());
   if (!latencies_ms.empty()) {
     state.counters["p50_ms"] = latencies_ms[latencies_ms.size() / 2];

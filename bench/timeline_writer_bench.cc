@@ -29,7 +29,7 @@ void BM_Record(benchmark::State& state) {
       w->Record("Step:ModeKeys.TRAIN", "Step", t, 1000, {{"step_num", step++}});
       t += 1000;
     }
-    w->Close();
+    if (trainscope::Status s = w->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
     state.counters["written"] = static_cast<double>(w->events_written());
   }
   std::error_code ec;
@@ -53,10 +53,13 @@ void BM_FlushSerialise(benchmark::State& state) {
       t += 100;
     }
     state.ResumeTiming();
-    w->Flush();
+    if (trainscope::Status s = w->Flush(); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
   }
   state.SetItemsProcessed(state.iterations() * 1000);
-  w->Close();
+  if (trainscope::Status s = w->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

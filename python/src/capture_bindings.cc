@@ -224,10 +224,11 @@ class PyHook {
         py::gil_scoped_acquire gil;
         keep = KeepaliveHoldingGil(std::move(in));
       }
+      // The hook reports a failure itself (fail open: stderr once, then first_error()).
       (void)hook_->SaveTensorNoCopy(name, view, std::move(keep));
     } else {
-      (void)hook_->SaveTensor(name, view);
-      py::gil_scoped_acquire gil;  // the input holds Python references
+      (void)hook_->SaveTensor(name, view);  // reported by the hook, as above
+      py::gil_scoped_acquire gil;           // the input holds Python references
       in.reset();
     }
     return true;
@@ -249,6 +250,7 @@ class PyHook {
         if (in) inputs.emplace_back(std::move(name), std::move(in));
       }
     }
+    // The hook reports a failure itself (fail open: stderr once, then first_error()).
     for (auto& [name, in] : inputs) (void)hook_->SaveTensor(name, in->view());
     py::gil_scoped_acquire gil;
     const int n = static_cast<int>(inputs.size());
@@ -259,11 +261,11 @@ class PyHook {
   void SaveStats(const std::string& name, const std::vector<double>& values,
                  const std::vector<int64_t>& shape) {
     TensorStats s = StatsFromValues(values);
-    Locked([&] { return hook_->SaveStats(name, s, shape); });
+    (void)Locked([&] { return hook_->SaveStats(name, s, shape); });  // reported by the hook
   }
 
   void SaveScalar(const std::string& name, double value, double wall_time_s) {
-    Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });
+    (void)Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });  // as above
   }
 
   void SaveCustom(const std::string& name, py::handle value,
@@ -276,7 +278,7 @@ class PyHook {
       in = Convert(name, value);
     }
     if (!in) return;
-    (void)hook_->SaveCustomTensor(name, in->view(), collections);
+    (void)hook_->SaveCustomTensor(name, in->view(), collections);  // reported by the hook
     py::gil_scoped_acquire gil;
     in.reset();
   }
@@ -306,7 +308,8 @@ class PyHook {
   }
 
   void ReportError(const std::string& tensor, const std::string& message) {
-    Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
+    // Recorded by the hook (stderr once, then first_error()); the caller wants nothing back.
+    (void)Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
   }
 
   void Close() {
@@ -320,9 +323,10 @@ class PyHook {
     try {
       return TensorFromPython(value, name);
     } catch (py::error_already_set& e) {
-      hook_->ReportError(Status::InvalidArgument(e.what()), name);
+      // Recorded by the hook (fail open: stderr once, then first_error()).
+      (void)hook_->ReportError(Status::InvalidArgument(e.what()), name);
     } catch (const std::exception& e) {
-      hook_->ReportError(Status::InvalidArgument(e.what()), name);
+      (void)hook_->ReportError(Status::InvalidArgument(e.what()), name);  // as above
     }
     return nullptr;
   }
@@ -432,6 +436,7 @@ void RegisterCapture(py::module_& m) {
       .def("__call__", &SaveConfigMode::ShouldSave, py::arg("mode_step"));
   m.def(
       "check_reduction_config",
+      // Only its checks matter: it raises ValueError on an invalid config.
       [](py::dict d, const std::string& what) { (void)ReductionConfigFromDict(d, what); },
       py::arg("params"), py::arg("what") = "ReductionConfig",
       "Raises ValueError if the reduction lists or flags are invalid.");
@@ -581,6 +586,7 @@ void RegisterCapture(py::module_& m) {
            py::arg("collections"))
       .def("report_error", &PyHook::ReportError, py::arg("tensor"), py::arg("message"))
       .def("close", &PyHook::Close)
+      // Fail open: a write error was reported by the hook and stays in first_error().
       .def("flush", [](PyHook& h) { (void)h.Locked([&] { return h.h().Flush(); }); })
       .def("saved_collections", [](PyHook& h) { return h.h().saved_collections(); })
       .def_property_readonly("closed", [](PyHook& h) { return h.h().closed(); })

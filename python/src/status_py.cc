@@ -44,6 +44,19 @@ void RaiseStatus(const Status& s) {
   exc.attr("code") = py::str(std::string(StatusCodeName(s.code())));
   exc.attr("message") = py::str(s.message());
   if (s.os_errno() != 0) exc.attr("os_errno") = py::int_(s.os_errno());
+  // smdebug's exception class, as a name, and the fields it is built from (status.h).
+  if (s.detail() == ErrorDetail::kNone) {
+    exc.attr("detail") = py::none();
+  } else {
+    const ErrorSubject& subject = s.subject();
+    exc.attr("detail") = py::str(std::string(ErrorDetailName(s.detail())));
+    exc.attr("tensor") = py::str(subject.tensor);
+    exc.attr("step") = py::int_(subject.step);
+    exc.attr("mode") = py::int_(static_cast<int>(subject.mode));
+    exc.attr("worker") = py::str(subject.worker);
+    exc.attr("has_reductions") = py::bool_(subject.has_reductions);
+    exc.attr("last_step") = py::int_(subject.last_step);
+  }
   PyErr_SetObject(type, exc.ptr());
 }
 

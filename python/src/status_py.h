@@ -3,7 +3,10 @@
 // Every non-OK Status raised by the bindings becomes an instance of a subclass of
 // trainscope._core.Error (itself a RuntimeError) chosen by the status code, with attributes
 // `code` (the code's name, e.g. "NotFound") and `message` (the Status message, whose leading
-// words follow the conventions of the C++ API that produced it). InvalidArgument also subclasses
+// words follow the conventions of the C++ API that produced it), and `detail`: None, or the name of
+// smdebug's exception class the failure is (Status::detail(), e.g. "StepUnavailable"), then with
+// that exception's fields from Status::subject(): `tensor`, `step`, `mode` (1..4, smdebug's
+// ModeKeys values), `worker`, `has_reductions`, `last_step`. InvalidArgument also subclasses
 // ValueError, NotSupported NotImplementedError and IOError OSError, so generic handlers work.
 // trainscope.exceptions maps these onto smdebug's exception classes.
 #pragma once

@@ -142,7 +142,7 @@ class PyTrialWriter {
   void CloseQuietly() {
     if (!writer_) return;
     py::gil_scoped_release release;
-    (void)writer_->Close();
+    (void)writer_->Close();  // at exit nobody can take the error; close() raises it
   }
 
   py::dict Stats() {

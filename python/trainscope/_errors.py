@@ -1,21 +1,18 @@
 """Turns trainscope._core errors into smdebug's exceptions (trainscope.exceptions).
 
-The C++ reader reports a failed per-step query with a Status code (NotFound, Unavailable,
-OutOfRange...). smdebug's classes need more than the code says, so the class is chosen as
-smdebug's ``Tensor._step`` chooses it, by asking the reader (after the failure) what it knows:
-the tensor is unknown -> TensorUnavailable; the step is AVAILABLE (complete) -> the tensor is
-missing there: InvalidWorker if the worker did not write it, else TensorUnavailableForStep (with
-has_reductions); UNAVAILABLE (skipped / past the end) -> StepUnavailable; NOT_YET_AVAILABLE ->
-NoMoreData if all steps are loaded, else StepNotYetAvailable. Corruption, I/O and argument errors
-keep their own classes.
+Where smdebug raises an exception class of its own, the C++ reader says which on the Status
+(ErrorDetail, status.h), and the bindings pass it on: the _core error's ``detail`` is the class's
+name and its fields (``tensor``, ``step``, ``mode``, ``worker``, ``has_reductions``,
+``last_step``) are the exception's (see python/src/status_py.h). The class is chosen from that,
+never from the message. Corruption, I/O and argument errors keep their own classes.
 
-The C++ reader names the smdebug class at the start of its messages ("StepUnavailable: ...",
-"TensorUnavailableForStep: ... (has_reductions=true)", "NoMoreData: ... the last step is 8");
-when a message carries such a prefix it decides, and the state-based rule above is the fallback
-for messages without one.
+A per-step query failure without a detail (none is expected from the reader; kept for errors of
+other origins) falls back to asking the reader what it knows, as smdebug's ``Tensor._step``
+does: the tensor is unknown -> TensorUnavailable; the step is AVAILABLE (complete) -> the tensor
+is missing there: InvalidWorker if the worker did not write it, else TensorUnavailableForStep
+(with has_reductions); UNAVAILABLE (skipped / past the end) -> StepUnavailable;
+NOT_YET_AVAILABLE -> NoMoreData if all steps are loaded, else StepNotYetAvailable.
 """
-
-import re
 
 from . import exceptions as ex
 from .modes import ModeKeys, StepState, to_mode
@@ -41,7 +38,7 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None):
     core_mod = trial._core_module
     core = trial._core
     mode = to_mode(mode)
-    named = from_prefix(err, tname, step, mode, worker)
+    named = from_detail(err)
     if named is not None:
         return named
     other = generic(core_mod, err)
@@ -72,32 +69,27 @@ def for_step(trial, err, tname, step, mode=ModeKeys.GLOBAL, worker=None):
     return ex.StepNotYetAvailable(step, mode)
 
 
-_PREFIX = re.compile(r"^(?:[A-Za-z]+: )?([A-Z][A-Za-z]+): ")
-
-
-def from_prefix(err, tname, step, mode, worker):
-    """The smdebug exception a _core error's message names at its start, built with the query's
-    context; None when the message names none."""
-    message = getattr(err, "message", None) or str(err)
-    m = _PREFIX.match(message)
-    if m is None:
+def from_detail(err):
+    """The smdebug exception a _core error's ``detail`` names, built from its fields; None when
+    it names none."""
+    name = getattr(err, "detail", None)
+    if name is None:
         return None
-    name = m.group(1)
+    mode = ModeKeys(err.mode)
     if name == "TensorUnavailable":
-        return ex.TensorUnavailable(tname)
+        return ex.TensorUnavailable(err.tensor)
     if name == "TensorUnavailableForStep":
-        return ex.TensorUnavailableForStep(tname, step, mode, "has_reductions=true" in message)
+        return ex.TensorUnavailableForStep(err.tensor, err.step, mode, err.has_reductions)
     if name == "ShapeUnavailableForStep":
-        return ex.ShapeUnavailableForStep(tname, step, mode)
+        return ex.ShapeUnavailableForStep(err.tensor, err.step, mode)
     if name == "StepUnavailable":
-        return ex.StepUnavailable(step, mode)
+        return ex.StepUnavailable(err.step, mode)
     if name == "StepNotYetAvailable":
-        return ex.StepNotYetAvailable(step, mode)
+        return ex.StepNotYetAvailable(err.step, mode)
     if name == "NoMoreData":
-        last = re.search(r"last step is (-?\d+)", message)
-        return ex.NoMoreData(step, mode, int(last.group(1)) if last else -1)
+        return ex.NoMoreData(err.step, mode, err.last_step)
     if name == "InvalidWorker":
-        return ex.InvalidWorker(worker)
+        return ex.InvalidWorker(err.worker)
     if name == "MissingCollectionFiles":
         return ex.MissingCollectionFiles()
     return None

@@ -171,7 +171,7 @@ class Trial:
         except core.UnavailableError as e:
             raise ex.TrialNotReady(path, timeout) from e
         except core.NotFoundError as e:
-            if str(e.message).startswith("MissingCollectionFiles") or os.path.exists(
+            if e.detail == "MissingCollectionFiles" or os.path.exists(
                 os.path.join(path, END_OF_JOB_FILE)
             ):
                 raise ex.MissingCollectionFiles() from e

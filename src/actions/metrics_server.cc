@@ -184,6 +184,7 @@ void ServeLoop(int listen_fd, int wake_fd, PrometheusExporter::ServeLimits limit
           static const std::string kBusy =
               Response(503, "Service Unavailable", kText,
                        "too many connections to the metrics endpoint; try again\n", false);
+          // Best effort: the connection is closed right after, answered or not.
           (void)::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           ::shutdown(fd, SHUT_WR);
           CloseConnection(fd);
@@ -284,7 +285,7 @@ void PrometheusExporter::StopServing() {
   }
   if (!server) return;
   const char byte = 0;
-  (void)::write(server->wake[1], &byte, 1);
+  (void)::write(server->wake[1], &byte, 1);  // a full pipe already wakes the loop
   if (server->thread.joinable()) server->thread.join();
 }
 

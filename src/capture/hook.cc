@@ -93,6 +93,8 @@ class Hook::Impl {
     }
     return s;
   }
+  // Report() where nobody takes the Status back (ends of steps, Close): first_error() has it.
+  void Note(Status s, std::string_view what) { (void)Report(std::move(s), what); }
 
   Status EnsureWriter() {
     if (writer) return Status::OK();
@@ -218,14 +220,14 @@ class Hook::Impl {
       step_open = false;
       ++steps_ended;
       saved_any_step = true;
-      Report(writer->EndStep(), "(end of step)");
+      Note(writer->EndStep(), "(end of step)");
     }
   }
 };
 
 Hook::Hook(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Hook::~Hook() { Close(); }
+Hook::~Hook() { (void)Close(); }  // an error was reported on stderr and is in first_error()
 
 Result<std::unique_ptr<Hook>> Hook::Create(HookConfig config) {
   TS_RETURN_IF_ERROR(config.Validate());
@@ -333,18 +335,18 @@ bool Hook::Step() {
       d.stop_reason.explanation = "stop file present (no reason given)";
     }
     d.stop_requested = true;
-    Close();
+    (void)Close();  // its error is reported and stays in first_error(); a later Close() returns it
     // The explanation comes from a rule's file: escaped, so it cannot drive the terminal.
     std::fprintf(stderr, "trainscope: training stopped on request of %s\n",
                  EscapeForTerminal(d.stop_reason.ToString()).c_str());
     return false;
   }
   EndStep();
-  if (d.saved_any_step && !d.collections_exported) d.Report(d.ExportCollections(), "(collections)");
+  if (d.saved_any_step && !d.collections_exported) d.Note(d.ExportCollections(), "(collections)");
   if (!d.prepared || d.prepared_version != d.config.collections.version()) {
     Status s = Prepare();
     if (!s.ok()) {
-      d.Report(s, "(configuration)");
+      d.Note(s, "(configuration)");
       d.due = 0;
     }
   }
@@ -357,12 +359,13 @@ bool Hook::Step() {
   if (!d.early_scalars.empty()) {
     auto early = std::move(d.early_scalars);
     d.early_scalars.clear();
-    for (const auto& s : early) SaveScalar(s.name, s.value, s.wall_time_s);
+    // Saves fail open: each failure is reported (stderr once, then first_error()).
+    for (const auto& s : early) (void)SaveScalar(s.name, s.value, s.wall_time_s);
   }
   if (!d.early_custom.empty()) {
     auto early = std::move(d.early_custom);
     d.early_custom.clear();
-    for (const auto& c : early) SaveCustomTensor(c.name, c.value.view(), c.collections);
+    for (const auto& c : early) (void)SaveCustomTensor(c.name, c.value.view(), c.collections);
   }
   return d.due != 0;
 }
@@ -441,7 +444,7 @@ Status Hook::SaveCustomTensor(std::string_view name, const TensorView& v,
 Status Hook::Flush() {
   Impl& d = *impl_;
   if (d.closed || !d.writes) return d.first_error;
-  if (d.saved_any_step || d.step_open) d.Report(d.ExportCollections(), "(collections)");
+  if (d.saved_any_step || d.step_open) d.Note(d.ExportCollections(), "(collections)");
   if (d.writer) d.AdoptWriterError(d.writer->Flush());
   return d.first_error;
 }
@@ -457,14 +460,14 @@ Status Hook::Close() {
   d.closed = true;
   d.due = 0;
   if (!d.writes) return d.first_error;
-  d.Report(d.ExportCollections(), "(collections)");
-  if (d.tensorboard) d.Report(d.tensorboard->Close(), "(tensorboard)");
+  d.Note(d.ExportCollections(), "(collections)");
+  if (d.tensorboard) d.Note(d.tensorboard->Close(), "(tensorboard)");
   // The writer records lost steps in the trial (incomplete_<worker>.json) and says so; the job
   // still ended, so the end marker follows (readers must not wait for ever).
   if (d.writer) d.AdoptWriterError(d.writer->Close());
   const int num_workers = d.config.include_workers == IncludeWorkers::kAll ? d.world_size : 1;
   auto marked = capture::MarkDoneAndMaybeEnd(d.env, d.config.out_dir, d.worker, num_workers);
-  if (!marked.ok()) d.Report(marked.status(), "(end marker)");
+  if (!marked.ok()) d.Note(marked.status(), "(end marker)");
   d.out_dir_lock.reset();  // the trial is finished: the folder is free
   return d.first_error;
 }

@@ -194,7 +194,7 @@ Result<std::unique_ptr<OutDirLock>> OutDirLock::Acquire(const std::string& out_d
                                "; lock " + key + ")" + kWhatToDo);
   }
   char host[256] = "?";
-  (void)::gethostname(host, sizeof(host) - 1);
+  (void)::gethostname(host, sizeof(host) - 1);  // on failure the name stays "?"
   nlohmann::json j{{"pid", static_cast<int64_t>(::getpid())},
                    {"host", host},
                    {"started", FormatTimeUtc(static_cast<int64_t>(env->NowMicros()))},

@@ -49,7 +49,10 @@ void WriteFinalStatus(const std::string& dir, const std::string& rule, const std
   state.message = message;
   state.finished = true;
   state.parameters = parameters;
-  (void)WriteRuleState(env, dir, state, static_cast<int64_t>(env->NowMicros()));
+  if (Status s = WriteRuleState(env, dir, state, static_cast<int64_t>(env->NowMicros())); !s.ok()) {
+    std::fprintf(stderr, "trainscope rule-worker: cannot write the final status of %s: %s\n",
+                 rule.c_str(), EscapeForTerminal(s.ToString()).c_str());
+  }
 }
 
 // Blocks SIGTERM/SIGINT in every thread and waits for them on one thread, which calls `on_signal`.
@@ -89,6 +92,8 @@ class SignalWaiter {
 Result<std::unique_ptr<RuleRunner>> OpenProfilerStub(Env* env, const std::string& dir,
                                                      const std::string& rule, std::string* stub) {
   *stub = JoinPath(JoinPath(JoinPath(dir, ".trainscope"), "profiler-rules"), rule);
+  // Usually absent (NotFound is the answer then); a stale marker that cannot be removed only
+  // ends the stub's rule early, as its status then shows.
   (void)env->RemoveFile(JoinPath(*stub, trial_format::kEndOfJobFile));
   WriterOptions wo;
   wo.write_end_marker = false;
@@ -208,8 +213,17 @@ int RunWorker(const WorkerOptions& o) {
   ActionSet* action_set = actions->get();
   const std::string dir = o.dir;
   runner->AddSink([action_set, env, dir](const RuleFinding& f, const std::string&) {
-    (void)action_set->Dispatch(f);
-    if (f.stop_training) (void)StopSignal::Raise(env, dir, StopRequestFromFinding(f));
+    // Every action is tried whatever fails; what failed goes to the worker's log (stderr).
+    if (Status s = action_set->Dispatch(f); !s.ok()) {
+      std::fprintf(stderr, "trainscope: an action for a finding of %s failed: %s\n", f.rule.c_str(),
+                   EscapeForTerminal(s.ToString()).c_str());
+    }
+    if (f.stop_training) {
+      if (Status s = StopSignal::Raise(env, dir, StopRequestFromFinding(f)); !s.ok()) {
+        std::fprintf(stderr, "trainscope: %s asked to stop the training, but: %s\n", f.rule.c_str(),
+                     EscapeForTerminal(s.ToString()).c_str());
+      }
+    }
   });
   Status added = runner->AddRule(std::move(*rule));
   if (!added.ok()) {

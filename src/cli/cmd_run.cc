@@ -447,7 +447,7 @@ Result<int> LockOutputFolder(const std::string& meta_dir, const std::string& out
         "them)");
   }
   char host[256] = "?";
-  (void)gethostname(host, sizeof(host) - 1);
+  (void)gethostname(host, sizeof(host) - 1);  // on failure the name stays "?"
   const auto now = static_cast<int64_t>(Env::Default()->NowMicros());
   nlohmann::json j{{"pid", static_cast<int64_t>(getpid())},
                    {"host", host},
@@ -513,7 +513,12 @@ int RunRun(RunOptions o) {
   // Held until this process exits (the descriptor is never closed before that).
   const std::string hook_config = JoinPath(meta, "hook_config.json");
   const std::string profiler_config = JoinPath(meta, "profiler_config.json");
-  (void)StopSignal::Clear(env, o.out);
+  // A stop request left by an earlier run would stop this training at its first step.
+  if (Status s = StopSignal::Clear(env, o.out); !s.ok()) {
+    std::fprintf(stderr, "trainscope run: cannot remove an earlier stop request: %s\n",
+                 s.ToString().c_str());
+    return kExitFailure;
+  }
   auto hook_json = HookConfigJson(o.out, o.save_interval, collections, o.hook_config);
   if (!hook_json.ok()) {
     std::fprintf(stderr, "trainscope run: %s\n", hook_json.status().message().c_str());
@@ -523,8 +528,12 @@ int RunRun(RunOptions o) {
     std::fprintf(stderr, "trainscope run: %s\n", s.ToString().c_str());
     return kExitFailure;
   }
-  (void)env->WriteFileAtomic(profiler_config, ProfilerConfigJson(o.out, o.system_interval_ms),
-                             false);
+  if (Status s = env->WriteFileAtomic(profiler_config,
+                                      ProfilerConfigJson(o.out, o.system_interval_ms), false);
+      !s.ok()) {
+    std::fprintf(stderr, "trainscope run: cannot write the profiler configuration: %s\n",
+                 s.ToString().c_str());
+  }
 
   // The training gets the terminal (it may read it: pdb, input(); Ctrl-C goes to it directly),
   // when trainscope has it.
@@ -632,7 +641,10 @@ int RunRun(RunOptions o) {
                      s.status().message().c_str());
       } else {
         sampler = std::move(*s);
-        (void)sampler->Start();
+        if (Status started = sampler->Start(); !started.ok()) {
+          std::fprintf(stderr, "trainscope run: system metrics off: %s\n",
+                       started.message().c_str());
+        }
       }
     }
     if (o.metrics_port >= 0) {

@@ -65,7 +65,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, bool serve, int* fd) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the worker blocks SIGTERM in every thread
     ::execvp(args[0], args.data());
     const char msg[] = "trainscope: cannot start the Python interpreter for a custom rule\n";
-    (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);  // nothing else to tell, exiting
     ::_exit(127);
   }
   ::close(sv[1]);

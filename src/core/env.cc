@@ -32,13 +32,13 @@ Status Env::WriteFileAtomic(const std::string& path, std::string_view data, bool
     Status c = file->Close();
     if (s.ok()) s = c;
     if (!s.ok()) {
-      RemoveFile(tmp);
+      (void)RemoveFile(tmp);  // cleanup; the caller gets `s`
       return s;
     }
   }
   Status s = RenameFile(tmp, path);
   if (!s.ok()) {
-    RemoveFile(tmp);
+    (void)RemoveFile(tmp);  // cleanup, as above
     return s;
   }
   if (sync) return SyncDir(std::string(Dirname(path)));

@@ -21,7 +21,7 @@ class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(std::string path, int fd, uint64_t size)
       : path_(std::move(path)), fd_(fd), size_(size) {}
-  ~PosixWritableFile() override { Close(); }
+  ~PosixWritableFile() override { (void)Close(); }  // no one to report to: callers Close() first
 
   Status Append(std::string_view data) override {
     if (data.size() < kBufferSize - buf_.size()) {

@@ -30,6 +30,30 @@ std::string_view StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
+std::string_view ErrorDetailName(ErrorDetail detail) {
+  switch (detail) {
+    case ErrorDetail::kNone:
+      return "None";
+    case ErrorDetail::kTensorUnavailable:
+      return "TensorUnavailable";
+    case ErrorDetail::kTensorUnavailableForStep:
+      return "TensorUnavailableForStep";
+    case ErrorDetail::kShapeUnavailableForStep:
+      return "ShapeUnavailableForStep";
+    case ErrorDetail::kStepUnavailable:
+      return "StepUnavailable";
+    case ErrorDetail::kStepNotYetAvailable:
+      return "StepNotYetAvailable";
+    case ErrorDetail::kNoMoreData:
+      return "NoMoreData";
+    case ErrorDetail::kInvalidWorker:
+      return "InvalidWorker";
+    case ErrorDetail::kMissingCollectionFiles:
+      return "MissingCollectionFiles";
+  }
+  return "Unknown";
+}
+
 Status::Status(StatusCode code, std::string message) {
   if (code != StatusCode::kOk) {
     rep_ = std::make_shared<const Rep>(Rep{code, 0, std::move(message)});
@@ -65,8 +89,22 @@ Status Status::WithContext(std::string_view context) const {
   Status s;
   std::string msg(context);
   msg.append(": ").append(rep_->message);
-  s.rep_ = std::make_shared<const Rep>(Rep{rep_->code, rep_->os_errno, std::move(msg)});
+  s.rep_ = std::make_shared<const Rep>(
+      Rep{rep_->code, rep_->os_errno, std::move(msg), rep_->detail, rep_->subject});
   return s;
+}
+
+Status Status::WithDetail(ErrorDetail detail, ErrorSubject subject) const {
+  if (ok()) return *this;
+  Status s;
+  s.rep_ = std::make_shared<const Rep>(
+      Rep{rep_->code, rep_->os_errno, rep_->message, detail, std::move(subject)});
+  return s;
+}
+
+const ErrorSubject& Status::subject() const {
+  static const ErrorSubject kNoSubject;
+  return rep_ ? rep_->subject : kNoSubject;
 }
 
 }  // namespace trainscope

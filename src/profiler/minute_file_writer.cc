@@ -22,7 +22,7 @@ Status MinuteFileWriter::Append(uint64_t ts_us, std::string_view lines) {
   Status s = file_->Append(lines);
   if (s.ok()) s = file_->Flush();
   if (!s.ok()) {
-    file_->Close();
+    (void)file_->Close();  // dropped: `s` says why
     file_.reset();
     path_.clear();
   }

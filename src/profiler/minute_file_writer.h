@@ -17,7 +17,7 @@ class MinuteFileWriter {
  public:
   MinuteFileWriter(Env* env, std::string base_dir, int node_index)
       : env_(env), base_dir_(std::move(base_dir)), node_index_(node_index) {}
-  ~MinuteFileWriter() { Close(); }
+  ~MinuteFileWriter() { (void)Close(); }  // no one to report to: owners Close() first
 
   // Appends `lines` (whole lines, each ending '\n') to the file of the minute of `ts_us`.
   // On error the file is dropped and reopened (appending) on the next call.

@@ -120,9 +120,10 @@ TimelineWriter::TimelineWriter(Env* env, std::string base_dir, TimelineWriterOpt
   if (options_.flush_interval_millis > 0) thread_ = std::thread([this] { Run(); });
 }
 
+// A destructor cannot report: owners who want the error call Close() first (idempotent). Close
+// reports its I/O errors itself; an exception (out of memory) must not end the training from a
+// destructor: the timeline is lost, the training goes on.
 TimelineWriter::~TimelineWriter() {
-  // Close reports its I/O errors itself; an exception (out of memory) must not end the training
-  // from a destructor: the timeline is lost, the training goes on.
   try {
     (void)Close();
   } catch (...) {
@@ -138,7 +139,7 @@ void TimelineWriter::Run() {
     }
     if (stop_) break;
     lock.Unlock();
-    Flush();
+    (void)Flush();  // Flush reports its error itself; the training is not to be disturbed
     lock.Lock();
   }
 }
@@ -225,9 +226,9 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       return Status::OK();
     }();
     if (!s.ok()) {
-      if (f.file) f.file->Close();
+      if (f.file) (void)f.file->Close();  // dropped: `s` says why
       f.file.reset();
-      env_->RemoveFile(f.tmp_path);
+      (void)env_->RemoveFile(f.tmp_path);  // cleanup, as above
       dropped_.fetch_add(f.events_in_file);
       written_.fetch_sub(f.events_in_file);
       report_once("finish", s.WithContext("closing timeline file " + f.tmp_path +
@@ -258,7 +259,7 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
       s = f.file->Append(f.line);
     }
     if (!s.ok()) {
-      if (f.file) f.file->Close();
+      if (f.file) (void)f.file->Close();  // dropped: `s` says why
       f.file.reset();
       ++f.consecutive_open_failures;
       report_once("open", s.WithContext("opening timeline file " + f.tmp_path));
@@ -337,9 +338,9 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
     Status s = f.file->Append(l);
     if (!s.ok()) {
       // The file is unusable: drop it (and what it held), start afresh with the next event.
-      f.file->Close();
+      (void)f.file->Close();  // unusable already: `s` says why
       f.file.reset();
-      env_->RemoveFile(f.tmp_path);
+      (void)env_->RemoveFile(f.tmp_path);  // cleanup, as above
       dropped_.fetch_add(f.events_in_file + 1);
       written_.fetch_sub(f.events_in_file);
       report_once("append", s.WithContext("writing timeline file " + f.tmp_path +

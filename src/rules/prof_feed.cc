@@ -107,7 +107,7 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
   ReaderStats stats;
 
   // ---- system metrics: the complete lines appended since the last poll ----
-  (void)system_.Refresh();
+  (void)system_.Refresh();  // only lists files: a missing folder lists none (always OK)
   std::map<std::string, std::map<int64_t, Datapoint>> fresh;  // node -> ts -> sample
   for (auto& [node, d] : held_) fresh[node][d.ts_us] = std::move(d);
   held_.clear();
@@ -164,7 +164,7 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
                    [](const Datapoint& a, const Datapoint& b) { return a.ts_us < b.ts_us; });
 
   // ---- framework timelines: files not read yet ----
-  (void)timeline_.Refresh();
+  (void)timeline_.Refresh();  // as above
   int64_t newest_end = 0;
   for (const TimelineFile& f : timeline_.files()) newest_end = std::max(newest_end, f.end_us);
   for (const TimelineFile& f : timeline_.files()) {

@@ -82,7 +82,7 @@ void IndexScanner::Consider(const std::string& folder_path, const std::string& n
   if (!parsed || !InRange(parsed->step)) return;
   auto [wit, inserted] =
       worker_ids_.emplace(parsed->worker, static_cast<uint32_t>(worker_ids_.size()));
-  (void)inserted;
+  (void)inserted;  // a known worker keeps its id
   if (!handed_out_.insert(Key{parsed->step, wit->second}).second) return;
   out->push_back(
       FoundIndexFile{JoinPath(folder_path, name), parsed->step, std::move(parsed->worker)});

@@ -165,7 +165,7 @@ Status VerifyStep(const std::string& trial, const std::string& worker, const Ent
                                 " does not match its CRC32C");
     }
   }
-  (void)trial;
+  (void)trial;  // unused: the slot and its index are checked, not the trial
   return Status::OK();
 }
 
@@ -220,7 +220,7 @@ Status RecoverStep(const std::string& trial, const std::string& worker, const En
     if (s.ok() && ::rename(index_tmp.c_str(), index_path.c_str()) != 0) {
       s = Status::FromErrno("rename to " + index_path, index_tmp, errno);
     }
-    if (!s.ok()) (void)::unlink(index_tmp.c_str());
+    if (!s.ok()) (void)::unlink(index_tmp.c_str());  // cleanup; the caller gets `s`
     return s;
   }
   // No slot: the kill came between the slot's rename and the index's.
@@ -291,6 +291,7 @@ void RecordLoss(const std::string& trial, const std::string& worker, int64_t los
   if (!j.contains("first_error") || !j["first_error"].is_string()) {
     j["first_error"] = "recovery of the journal: " + why;
   }
+  // Best effort: the caller also lists the loss in the RecoveryReport's problems.
   (void)Env::Default()->WriteFileAtomic(
       path, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", false);
 }
@@ -352,7 +353,7 @@ void RecoverWorkerLocked(const std::string& trial, const std::string& worker, in
     if (::unlink(p.c_str()) == 0) ++report->slots_removed;
   }
   if (lost > 0) RecordLoss(trial, worker, lost, first_lost, first_why);
-  (void)::ftruncate(log_fd, 0);
+  (void)::ftruncate(log_fd, 0);  // recovered: the caller unlinks the log next anyway
 }
 
 // ----- JournalSlot
@@ -414,7 +415,7 @@ Status JournalSlot::TruncateAndRename(uint64_t size, const std::string& to) {
 }
 
 void JournalSlot::Remove() {
-  if (!moved_) (void)::unlink(path_.c_str());
+  if (!moved_) (void)::unlink(path_.c_str());  // a leftover slot is removed by recovery
   moved_ = true;
 }
 
@@ -488,6 +489,7 @@ Result<std::unique_ptr<JournalSlot>> Journal::CreateSlot(size_t reserve, bool po
     s->Remove();
     return st;
   }
+  // A hint only (kernels before 5.14 refuse it): pages then fault in on first write.
   if (populate) (void)::madvise(s->base_, s->reserved_, MADV_POPULATE_WRITE);
   return s;
 }
@@ -549,8 +551,8 @@ void Journal::RemoveFiles() {
     prepared_.reset();
   }
   if (log_ != nullptr) std::memset(log_, 0, jf::kLogBytes);
-  (void)::unlink(jf::LogPath(trial_dir_, worker_).c_str());
-  (void)::rmdir(jf::JournalDir(trial_dir_).c_str());  // only when empty (other workers)
+  (void)::unlink(jf::LogPath(trial_dir_, worker_).c_str());  // zeroed above: a leftover is empty
+  (void)::rmdir(jf::JournalDir(trial_dir_).c_str());         // only when empty (other workers)
 }
 
 // ----- RecoverTrial
@@ -589,10 +591,10 @@ Result<RecoveryReport> RecoverTrial(const std::string& dir) {
       continue;
     }
     RecoverWorkerLocked(dir, w, fd, &report);
-    (void)::unlink(log_path.c_str());
+    (void)::unlink(log_path.c_str());  // emptied by the recovery: a leftover is harmless
     ::close(fd);
   }
-  (void)::rmdir(jdir.c_str());
+  (void)::rmdir(jdir.c_str());  // only when empty: logs in use stay
   return report;
 }
 

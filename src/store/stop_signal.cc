@@ -183,7 +183,7 @@ Status StopSignal::Raise(Env* env, const std::string& trial_dir, const StopReque
     Status c = file->Close();
     if (s.ok()) s = c;
     if (!s.ok()) {
-      env->RemoveFile(tmp);
+      (void)env->RemoveFile(tmp);  // cleanup; the caller gets `s`
       return s.WithContext("stop signal: writing " + tmp);
     }
   }

@@ -56,6 +56,7 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::Open(const std::st
 
 TensorBoardWriter::TensorBoardWriter(std::string dir, Env* env) : dir_(std::move(dir)), env_(env) {}
 
+// A destructor cannot report: callers who want the error call Close() first (idempotent).
 TensorBoardWriter::~TensorBoardWriter() { (void)Close(); }
 
 Result<TensorBoardWriter::File*> TensorBoardWriter::FileFor(Mode mode) {

@@ -21,7 +21,8 @@ std::string StripTrailingSlashes(std::string p) {
 Status MissingCollections(const std::string& path, const std::string& what) {
   return Status::NotFound("MissingCollectionFiles: no debugging data was saved in " + path +
                           ": the job ended (" + std::string(trial_format::kEndOfJobFile) +
-                          " exists) " + what);
+                          " exists) " + what)
+      .WithDetail(ErrorDetail::kMissingCollectionFiles);
 }
 
 }  // namespace

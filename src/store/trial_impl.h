@@ -37,6 +37,8 @@ struct StepEntries {
     uint64_t length;  // framed record bytes
   };
   std::string tensor;
+  int64_t step = 0;           // as queried: a step of `mode`
+  Mode mode = Mode::kGlobal;  // of the query
   int64_t global_step = 0;
   std::string worker;
   std::string event_file;      // relative to the trial root

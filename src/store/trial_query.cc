@@ -153,13 +153,13 @@ bool Trial::Impl::HasTensor(const std::string& name) {
 }
 
 std::vector<int64_t> Trial::Impl::Steps(Mode mode, bool show_incomplete) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   MutexLock l(&mu_);
   return tracker_.Steps(mode, show_incomplete);
 }
 
 std::vector<Mode> Trial::Impl::Modes() {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   MutexLock l(&mu_);
   return tracker_.Modes();
 }
@@ -170,10 +170,11 @@ Result<std::pair<Mode, int64_t>> Trial::Impl::ModeOf(int64_t global_step) {
       MutexLock l(&mu_);
       if (auto m = tracker_.ModeOf(global_step)) return *m;
     }
-    if (attempt == 0) (void)MaybeRefresh();
+    if (attempt == 0) (void)MaybeRefresh();  // answers with what it can read (as above)
   }
   return Status::NotFound("StepUnavailable: global step " + std::to_string(global_step) +
-                          " was not saved in " + path_ + " (yet)");
+                          " was not saved in " + path_ + " (yet)")
+      .WithDetail(ErrorDetail::kStepUnavailable, {.step = global_step, .mode = Mode::kGlobal});
 }
 
 Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
@@ -182,14 +183,15 @@ Result<int64_t> Trial::Impl::GlobalStep(Mode mode, int64_t mode_step) {
       MutexLock l(&mu_);
       if (auto g = tracker_.GlobalStep(mode, mode_step)) return *g;
     }
-    if (attempt == 0) (void)MaybeRefresh();
+    if (attempt == 0) (void)MaybeRefresh();  // answers with what it can read (as above)
   }
   return Status::NotFound("StepUnavailable: step " + std::to_string(mode_step) + " of mode " +
-                          std::string(ModeName(mode)) + " was not saved in " + path_ + " (yet)");
+                          std::string(ModeName(mode)) + " was not saved in " + path_ + " (yet)")
+      .WithDetail(ErrorDetail::kStepUnavailable, {.step = mode_step, .mode = mode});
 }
 
 StepState Trial::Impl::HasPassedStep(int64_t step, Mode mode) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   MutexLock l(&mu_);
   return tracker_.HasPassedStep(step, mode);
 }
@@ -210,12 +212,13 @@ int64_t Trial::Impl::last_complete_step() const {
 
 Result<std::vector<int64_t>> Trial::Impl::TensorSteps(const std::string& tensor, Mode mode,
                                                       bool show_incomplete) {
-  (void)MaybeRefresh();
+  (void)MaybeRefresh();  // answers with what it can read (as above)
   MutexLock l(&mu_);
   auto id = index_.FindTensor(tensor);
   if (!id) {
     return Status::NotFound("TensorUnavailable: tensor \"" + tensor + "\" was not saved in " +
-                            path_ + " (yet)");
+                            path_ + " (yet)")
+        .WithDetail(ErrorDetail::kTensorUnavailable, {.tensor = tensor});
   }
   std::vector<int64_t> out;
   for (int64_t g : index_.StepsOf(*id)) {
@@ -249,29 +252,34 @@ Status Trial::Impl::MissError(const std::string& tensor, int64_t step, Mode mode
     if (!steps.empty()) last_step = steps.back();
   }
   const std::string what = Describe(tensor, step, mode);
+  const ErrorSubject subject{.tensor = tensor, .step = step, .mode = mode, .last_step = last_step};
   switch (state) {
     case StepState::kAvailable:
       return Status::NotFound("TensorUnavailableForStep: " + what +
                               ": the step exists but this tensor was not saved at it "
-                              "(has_reductions=false)");
+                              "(has_reductions=false)")
+          .WithDetail(ErrorDetail::kTensorUnavailableForStep, subject);
     case StepState::kUnavailable:
-      return Status::NotFound("StepUnavailable: " + what + ": the step was not saved");
+      return Status::NotFound("StepUnavailable: " + what + ": the step was not saved")
+          .WithDetail(ErrorDetail::kStepUnavailable, subject);
     case StepState::kNotYetAvailable:
       break;
   }
   if (ended) {
     return Status::OutOfRange("NoMoreData: " + what + ": training ended; the last step is " +
-                              std::to_string(last_step));
+                              std::to_string(last_step))
+        .WithDetail(ErrorDetail::kNoMoreData, subject);
   }
   return Status::Unavailable("StepNotYetAvailable: " + what +
-                             ": the step is not written yet; wait (WaitForChange) and retry");
+                             ": the step is not written yet; wait (WaitForChange) and retry")
+      .WithDetail(ErrorDetail::kStepNotYetAvailable, subject);
 }
 
 Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step, Mode mode,
                                         const std::string& worker) {
   bool known = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt == 1) (void)MaybeRefresh();
+    if (attempt == 1) (void)MaybeRefresh();  // answers with what it can read (as above)
     MutexLock l(&mu_);
     auto id = index_.FindTensor(tensor);
     if (!id) continue;
@@ -296,10 +304,14 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
         if (have.find(w) == std::string::npos) have += (have.empty() ? "" : ", ") + w;
       }
       return Status::InvalidArgument("InvalidWorker: worker \"" + worker + "\" did not save " +
-                                     Describe(tensor, step, mode) + "; workers that did: " + have);
+                                     Describe(tensor, step, mode) + "; workers that did: " + have)
+          .WithDetail(ErrorDetail::kInvalidWorker,
+                      {.tensor = tensor, .step = step, .mode = mode, .worker = worker});
     }
     StepEntries e;
     e.tensor = tensor;
+    e.step = step;
+    e.mode = mode;
     e.global_step = *global;
     e.worker = index_.worker_name(*chosen);
     for (const Location& loc : locs) {
@@ -318,7 +330,8 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
   }
   if (!known) {
     return Status::NotFound("TensorUnavailable: tensor \"" + tensor + "\" was not saved in " +
-                            path_ + " (yet)");
+                            path_ + " (yet)")
+        .WithDetail(ErrorDetail::kTensorUnavailable, {.tensor = tensor});
   }
   return MissError(tensor, step, mode);
 }
@@ -326,7 +339,7 @@ Result<StepEntries> Trial::Impl::Lookup(const std::string& tensor, int64_t step,
 Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& tensor, int64_t step,
                                                             Mode mode) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt == 1) (void)MaybeRefresh();
+    if (attempt == 1) (void)MaybeRefresh();  // answers with what it can read (as above)
     MutexLock l(&mu_);
     auto id = index_.FindTensor(tensor);
     std::optional<int64_t> global =
@@ -342,14 +355,18 @@ Result<std::vector<std::string>> Trial::Impl::TensorWorkers(const std::string& t
     return out;
   }
   return Status::NotFound("TensorUnavailableForStep: " + Describe(tensor, step, mode) +
-                          ": no worker saved it (has_reductions=false)");
+                          ": no worker saved it (has_reductions=false)")
+      .WithDetail(ErrorDetail::kTensorUnavailableForStep,
+                  {.tensor = tensor, .step = step, .mode = mode});
 }
 
 Result<Tensor> Trial::Impl::Read(const StepEntries& e, const StepEntries::Entry& entry) {
   if (e.event_file.empty()) {
     return Status::NotFound("TensorUnavailableForStep: " + e.tensor + " at step " +
                             std::to_string(e.global_step) + " (worker " + e.worker +
-                            "): its index entry names no event file (has_reductions=false)");
+                            "): its index entry names no event file (has_reductions=false)")
+        .WithDetail(ErrorDetail::kTensorUnavailableForStep,
+                    {.tensor = e.tensor, .step = e.step, .mode = e.mode, .worker = e.worker});
   }
   RecordSpec spec;
   spec.display_path = e.event_file;
@@ -372,10 +389,12 @@ Result<Tensor> Trial::Impl::Value(const std::string& tensor, int64_t step, Mode 
   if (v == nullptr) {
     const bool red = e.HasReductions();
     return Status::NotFound(
-        "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": only its " +
-        std::string(red ? "reductions" : "shape") +
-        " were saved, not the raw value (has_reductions=" + (red ? "true" : "false") +
-        "); use ReductionValue" + (red ? "" : " or Shape") + ", or save the raw tensor");
+               "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": only its " +
+               std::string(red ? "reductions" : "shape") +
+               " were saved, not the raw value (has_reductions=" + (red ? "true" : "false") +
+               "); use ReductionValue" + (red ? "" : " or Shape") + ", or save the raw tensor")
+        .WithDetail(ErrorDetail::kTensorUnavailableForStep,
+                    {.tensor = tensor, .step = step, .mode = mode, .has_reductions = red});
   }
   return Read(e, *v);
 }
@@ -390,10 +409,13 @@ Result<double> Trial::Impl::ReductionValue(const std::string& tensor, int64_t st
   const StepEntries::Entry* v = e.Find(LocationKind::kValue);
   if (v == nullptr) {
     return Status::NotFound(
-        "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": neither the " +
-        (r.abs ? "abs_" : "") + std::string(ReductionOpName(r.op)) +
-        " reduction nor the raw value was saved, so it cannot be computed (has_reductions=" +
-        (e.HasReductions() ? "true" : "false") + ")");
+               "TensorUnavailableForStep: " + Describe(tensor, step, mode) + ": neither the " +
+               (r.abs ? "abs_" : "") + std::string(ReductionOpName(r.op)) +
+               " reduction nor the raw value was saved, so it cannot be computed (has_reductions=" +
+               (e.HasReductions() ? "true" : "false") + ")")
+        .WithDetail(
+            ErrorDetail::kTensorUnavailableForStep,
+            {.tensor = tensor, .step = step, .mode = mode, .has_reductions = e.HasReductions()});
   }
   TS_ASSIGN_OR_RETURN(Tensor t, Read(e, *v));
   return ComputeReduction(t.view(), r);
@@ -422,7 +444,9 @@ Result<std::vector<int64_t>> Trial::Impl::Shape(const std::string& tensor, int64
   const StepEntries::Entry* v = e.Find(LocationKind::kValue);
   if (v == nullptr) {
     return Status::NotFound("ShapeUnavailableForStep: " + Describe(tensor, step, mode) +
-                            ": neither its shape nor its raw value was saved");
+                            ": neither its shape nor its raw value was saved")
+        .WithDetail(ErrorDetail::kShapeUnavailableForStep,
+                    {.tensor = tensor, .step = step, .mode = mode});
   }
   TS_ASSIGN_OR_RETURN(Tensor t, Read(e, *v));
   return t.shape;

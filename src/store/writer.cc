@@ -37,7 +37,8 @@ class TrialWriter::Impl {
         pool_(options_.max_queue_bytes) {}
 
   ~Impl() {
-    // An exception here (out of memory in Close) must not end the training from a destructor.
+    // An error is in first_error() and was reported on stderr; an exception here (out of memory
+    // in Close) must not end the training from a destructor.
     try {
       (void)Close();
     } catch (...) {
@@ -280,7 +281,7 @@ class TrialWriter::Impl {
 
   Status Close() {
     if (closed_) return first_error();
-    if (step_) (void)EndStep();
+    if (step_) (void)EndStep();  // its error is recorded: first_error() below returns it
     {
       MutexLock l(&mu_);
       stop_ = true;
@@ -450,7 +451,7 @@ class TrialWriter::Impl {
     }
     if (s.ok()) s = env_->RenameFile(tmp, path);
     if (!s.ok()) {
-      (void)env_->RemoveFile(tmp);
+      (void)env_->RemoveFile(tmp);  // cleanup; the caller gets `s`
       return s;
     }
     return SyncNewDir(folder, created);
@@ -487,7 +488,7 @@ class TrialWriter::Impl {
     if (!s.ok()) {
       // Without its index the event file is unreachable: remove it so that the trial holds
       // complete steps only.
-      if (!event_path.empty()) (void)env_->RemoveFile(event_path);
+      if (!event_path.empty()) (void)env_->RemoveFile(event_path);  // cleanup, as above
       return s.WithContext("step " + std::to_string(step.step()));
     }
     return Status::OK();
@@ -527,7 +528,7 @@ class TrialWriter::Impl {
     if (s.ok()) s = env_->RenameFile(index_tmp, index_path);
     if (s.ok()) s = SyncNewDir(index_folder, index_created);
     if (!s.ok()) {
-      (void)env_->RemoveFile(index_tmp);
+      (void)env_->RemoveFile(index_tmp);  // cleanup; the caller gets `s`
       if (renamed) (void)env_->RemoveFile(event_path);
       slot->Remove();
       journal_->MarkAbandoned(step->seq);
@@ -567,7 +568,7 @@ class TrialWriter::Impl {
     if (env_->WriteFileAtomic(path, text + "\n", options_.sync).ok()) return;
     if (!env_->FileExists(path)) {
       auto f = env_->NewWritableFile(path);
-      if (f.ok()) (void)(*f)->Close();
+      if (f.ok()) (void)(*f)->Close();  // a last try: an empty marker still says "incomplete"
     }
   }
 

@@ -31,7 +31,7 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& add) {
 
 void WriteStderr(const char* text) {
   ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
-  (void)ignored;
+  (void)ignored;  // nothing to do if stderr is gone
 }
 
 }  // namespace

@@ -117,6 +117,8 @@ Result<SupervisedRun> Supervise(const SuperviseOptions& options, const Supervise
       training_end = Clock::now();
       if (!options.trial.empty() &&
           !env->FileExists(JoinPath(options.trial, trial_format::kEndOfJobFile))) {
+        // Best effort (the hook writes it as a rule): without it the rule workers are stopped
+        // at workers_timeout below instead of ending by themselves.
         (void)WriteEndOfJob(env, options.trial);
       }
       if (training_options.foreground) tcsetpgrp(STDIN_FILENO, getpgrp());

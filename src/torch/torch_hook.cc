@@ -272,11 +272,11 @@ class TorchHook::Impl {
     if (!saving.load(std::memory_order_acquire)) return;
     try {
       std::lock_guard<std::mutex> lock(mu);
-      Save(name, grad, /*fresh=*/true);
-    } catch (const std::exception& e) {  // never into autograd
+      (void)Save(name, grad, /*fresh=*/true);  // reported by the hook; never into autograd
+    } catch (const std::exception& e) {        // never into autograd
       try {
         std::lock_guard<std::mutex> lock(mu);
-        hook->ReportError(TorchError("saving a gradient", e), name);
+        (void)hook->ReportError(TorchError("saving a gradient", e), name);  // recorded (fail open)
       } catch (...) {
       }
     }
@@ -315,7 +315,7 @@ Result<std::unique_ptr<TorchHook>> TorchHook::CreateFromJsonFile(const std::stri
 
 TorchHook::TorchHook(std::unique_ptr<Hook> hook) : impl_(std::make_shared<Impl>(std::move(hook))) {}
 
-TorchHook::~TorchHook() { Close(); }
+TorchHook::~TorchHook() { (void)Close(); }  // reported on stderr; owners Close() first to see it
 
 Hook& TorchHook::hook() { return *impl_->hook; }
 
@@ -392,12 +392,13 @@ bool TorchHook::Step() {
   d.output_counts.clear();
   const bool saving = d.hook->Step();
   if (d.hook->StopRequested()) {
-    d.CloseLocked();  // the gradient hooks go too
+    (void)d.CloseLocked();  // the gradient hooks go too; Close() returns its error later
     return false;
   }
   d.saving.store(saving, std::memory_order_release);
   if (saving) {
-    for (const auto& p : d.params) d.Save(p.name, p.tensor, /*fresh=*/false);
+    // Each failure is reported by the hook (fail open); Step() saves the others all the same.
+    for (const auto& p : d.params) (void)d.Save(p.name, p.tensor, /*fresh=*/false);
   }
   return saving;
 }

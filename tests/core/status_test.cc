@@ -39,6 +39,25 @@ TEST(StatusTest, WithContextPrefixesAndKeepsCode) {
   EXPECT_TRUE(Status::OK().WithContext("x").ok());
 }
 
+TEST(StatusTest, DetailAndSubjectSurviveCopiesAndContext) {
+  Status plain = Status::NotFound("StepUnavailable: looks like a detail, is not one");
+  EXPECT_EQ(plain.detail(), ErrorDetail::kNone);  // the message never sets it
+  EXPECT_EQ(plain.subject().step, -1);
+  Status s =
+      Status::OutOfRange("training ended")
+          .WithDetail(ErrorDetail::kNoMoreData, {.step = 9, .mode = Mode::kEval, .last_step = 4});
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.message(), "training ended");
+  Status with_context = s.WithContext("reading trial /x");
+  EXPECT_EQ(with_context.detail(), ErrorDetail::kNoMoreData);
+  EXPECT_EQ(with_context.subject().step, 9);
+  EXPECT_EQ(with_context.subject().mode, Mode::kEval);
+  EXPECT_EQ(with_context.subject().last_step, 4);
+  EXPECT_EQ(ErrorDetailName(with_context.detail()), "NoMoreData");
+  EXPECT_EQ(ErrorDetailName(ErrorDetail::kNone), "None");
+  EXPECT_TRUE(Status::OK().WithDetail(ErrorDetail::kNoMoreData).ok());
+}
+
 Result<int> Half(int x) {
   if (x % 2) return Status::InvalidArgument("odd: " + std::to_string(x));
   return x / 2;

@@ -143,7 +143,7 @@ TEST(RuleRunner, FollowsATrialWrittenByAnotherProcess) {
     if (w == nullptr || !w->WriteCollections(CollectionsJson({})).ok()) _exit(2);
     for (int64_t s = 0; s < 40; ++s) {
       WriteTraining(*w, s, s + 1, /*vanish_at=*/1000, /*nan_at=*/17);
-      w->Flush();
+      if (!w->Flush().ok()) _exit(4);
       usleep(1000);
     }
     _exit(w->Close().ok() ? 0 : 3);

@@ -155,8 +155,20 @@ TEST_F(TrialSemanticsTest, ReductionsSavedAndComputed) {
   EXPECT_EQ(raw.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(StartsWith(raw.status().message(), "TensorUnavailableForStep:"));
   EXPECT_NE(raw.status().message().find("has_reductions=true"), std::string::npos);
+  // The bindings raise smdebug's class from the detail and its subject, not from the message.
+  EXPECT_EQ(raw.status().detail(), ErrorDetail::kTensorUnavailableForStep);
+  EXPECT_EQ(raw.status().subject().tensor, "only_reduced");
+  EXPECT_EQ(raw.status().subject().step, 0);
+  EXPECT_EQ(raw.status().subject().mode, Mode::kGlobal);
+  EXPECT_TRUE(raw.status().subject().has_reductions);
   auto nored = t->ReductionValue("only_reduced", 0, {ReductionOp::kMin, false});
   EXPECT_TRUE(StartsWith(nored.status().message(), "TensorUnavailableForStep:"));
+  EXPECT_EQ(nored.status().detail(), ErrorDetail::kTensorUnavailableForStep);
+  EXPECT_TRUE(nored.status().subject().has_reductions);
+  auto no_shape = t->Shape("only_reduced", 0);
+  EXPECT_EQ(no_shape.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(no_shape.status().detail(), ErrorDetail::kShapeUnavailableForStep);
+  EXPECT_EQ(no_shape.status().subject().tensor, "only_reduced");
 }
 
 // smdebug's save_shape bug: a shape entry replaced the value's location. Here both read.
@@ -179,6 +191,8 @@ TEST_F(TrialSemanticsTest, SavedShapeDoesNotHideValue) {
   auto no_value = t->Value("shape_only", 0);
   EXPECT_TRUE(StartsWith(no_value.status().message(), "TensorUnavailableForStep:"));
   EXPECT_NE(no_value.status().message().find("has_reductions=false"), std::string::npos);
+  EXPECT_EQ(no_value.status().detail(), ErrorDetail::kTensorUnavailableForStep);
+  EXPECT_FALSE(no_value.status().subject().has_reductions);
   EXPECT_EQ(*t->TensorNames(), (std::vector<std::string>{"shape_only", "x"}));
 }
 
@@ -219,18 +233,34 @@ TEST_F(TrialSemanticsTest, TwoWorkersOneLaggingThenEnd) {
   auto bad = t->Value("w", 4, Mode::kGlobal, "worker_1");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(StartsWith(bad.status().message(), "InvalidWorker:"));
+  EXPECT_EQ(bad.status().detail(), ErrorDetail::kInvalidWorker);
+  EXPECT_EQ(bad.status().subject().worker, "worker_1");
+  EXPECT_EQ(bad.status().subject().step, 4);
   // A value present in an incomplete step still reads (as in smdebug).
   EXPECT_TRUE(t->Value("w", 6).ok());
   // Missing steps map to smdebug's exceptions.
   auto skipped = t->Value("w", 1);
   EXPECT_EQ(skipped.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(StartsWith(skipped.status().message(), "StepUnavailable:"));
+  EXPECT_EQ(skipped.status().detail(), ErrorDetail::kStepUnavailable);
+  EXPECT_EQ(skipped.status().subject().step, 1);
   auto future = t->Value("w", 8);
   EXPECT_EQ(future.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(StartsWith(future.status().message(), "StepNotYetAvailable:"));
+  EXPECT_EQ(future.status().detail(), ErrorDetail::kStepNotYetAvailable);
+  EXPECT_EQ(future.status().subject().step, 8);
+  // A mode query's subject is the step as asked: a mode step, with its mode.
+  auto train_future = t->Value("w", 8, Mode::kTrain);
+  EXPECT_EQ(train_future.status().detail(), ErrorDetail::kStepNotYetAvailable)
+      << train_future.status().ToString();
+  EXPECT_EQ(train_future.status().subject().step, 8);
+  EXPECT_EQ(train_future.status().subject().mode, Mode::kTrain);
   auto unknown = t->Value("nope", 0);
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(StartsWith(unknown.status().message(), "TensorUnavailable:"));
+  EXPECT_EQ(unknown.status().detail(), ErrorDetail::kTensorUnavailable);
+  EXPECT_EQ(unknown.status().subject().tensor, "nope");
+  EXPECT_EQ(t->TensorSteps("nope").status().detail(), ErrorDetail::kTensorUnavailable);
   EXPECT_FALSE(t->loaded_all_steps());
   EXPECT_FALSE(t->training_ended());
 
@@ -245,6 +275,7 @@ TEST_F(TrialSemanticsTest, TwoWorkersOneLaggingThenEnd) {
   auto after = t->Value("w", 8);
   EXPECT_EQ(after.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(StartsWith(after.status().message(), "StepUnavailable:"));
+  EXPECT_EQ(after.status().detail(), ErrorDetail::kStepUnavailable);
 }
 
 TEST_F(TrialSemanticsTest, StepsOfALaggingWorkerAreNotYetAvailable) {
@@ -299,6 +330,7 @@ TEST_F(TrialSemanticsTest, OpenErrors) {
   auto none = Trial::OpenWhenReady(dir_, FastOptions(env_.get()));
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(StartsWith(none.status().message(), "MissingCollectionFiles:"));
+  EXPECT_EQ(none.status().detail(), ErrorDetail::kMissingCollectionFiles);
   EXPECT_NE(none.status().message().find("no debugging data was saved"), std::string::npos);
 }
 

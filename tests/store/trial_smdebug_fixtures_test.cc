@@ -43,10 +43,10 @@ bool IsReproducedError(const std::string& e) {
   return false;
 }
 
+// smdebug's class name from the Status's detail (what the bindings raise), else the code's name.
 std::string ErrorName(const Status& s) {
-  const auto colon = s.message().find(':');
-  return colon == std::string::npos ? std::string(StatusCodeName(s.code()))
-                                    : s.message().substr(0, colon);
+  return s.detail() == ErrorDetail::kNone ? std::string(StatusCodeName(s.code()))
+                                          : std::string(ErrorDetailName(s.detail()));
 }
 
 // One element of a tensor as the JSON dump_expected.py writes.

@@ -222,7 +222,7 @@ TEST(TorchHook, ModesGradientsOnlyInTrainAndEvalLosses) {
     torch::Tensor x = torch::randn({8, 4});
     torch::Tensor loss =
         torch::nn::functional::cross_entropy(net->forward(x), torch::zeros({8}, torch::kLong));
-    hook->SaveLoss(loss);
+    EXPECT_TRUE(hook->SaveLoss(loss).ok());
     loss.backward();  // a backward in EVAL: gradients are never saved in EVAL (smdebug)
     eval_losses.push_back(loss.detach().clone());
   }
@@ -445,14 +445,15 @@ TEST(TorchHook, LossNamesAndRecordedValues) {
   const torch::Tensor a = torch::tensor(0.5f), b = torch::tensor(1.5f), m = torch::tensor(2.0);
   const torch::Tensor logits = torch::randn({2, 3});
   hook->Step();
-  hook->SaveLoss(a);
-  hook->SaveLoss(b);         // a second loss in the step: loss_output_1
-  hook->SaveLoss(m, "mse");  // outside the losses regex: named into the collection
-  hook->SaveLoss(a, "CrossEntropyLoss");
-  hook->RecordTensorValue("logits", logits);
-  hook->SaveScalar("lr", torch::tensor(0.125));
+  EXPECT_TRUE(hook->SaveLoss(a).ok());
+  EXPECT_TRUE(hook->SaveLoss(b).ok());  // a second loss in the step: loss_output_1
+  EXPECT_TRUE(
+      hook->SaveLoss(m, "mse").ok());  // outside the losses regex: named into the collection
+  EXPECT_TRUE(hook->SaveLoss(a, "CrossEntropyLoss").ok());
+  EXPECT_TRUE(hook->RecordTensorValue("logits", logits).ok());
+  EXPECT_TRUE(hook->SaveScalar("lr", torch::tensor(0.125)).ok());
   hook->Step();
-  hook->SaveLoss(b);  // counts restart every step
+  EXPECT_TRUE(hook->SaveLoss(b).ok());  // counts restart every step
   ASSERT_TRUE(hook->Close().ok());
   auto trial = OpenTrial(dir.path("trial"));
   ASSERT_NE(trial, nullptr);
@@ -525,9 +526,9 @@ TEST(TorchHook, ErrorsNeverReachTheTraining) {
     torch::Tensor loss = meta->forward(torch::randn({5, 4}, torch::kMeta)).sum();
     EXPECT_NO_THROW(loss.backward());
     EXPECT_TRUE(meta->weight.grad().defined());  // autograd finished its work
-    hook->SaveScalar("step_done", static_cast<double>(i));
+    EXPECT_TRUE(hook->SaveScalar("step_done", static_cast<double>(i)).ok());
   }
-  hook->Close();
+  EXPECT_FALSE(hook->Close().ok());  // the first error, as first_error() says
   const std::string err = ::testing::internal::GetCapturedStderr();
   // Per step: 2 parameters at the boundary + 2 gradients.
   EXPECT_EQ(hook->stats().errors, 12);

@@ -8,11 +8,11 @@
 //     Hook::StepScope step(*hook);                 // step boundary (Step() ... EndStep())
 //     if (hook->StopRequested()) break;            // a rule asked to stop (see below)
 //     if (hook->is_saving_step()) {
-//       hook->SaveTensor("Net_fc1.weight", view);  // saved as the collections say, or not at all
+//       (void)hook->SaveTensor("Net_fc1.weight", view);  // as the collections say, or not at all
 //     }
-//     hook->SaveScalar("loss", loss);              // "scalar/loss", always written
+//     (void)hook->SaveScalar("loss", loss);  // "scalar/loss", always written
 //   }
-//   hook->Close();
+//   TS_RETURN_IF_ERROR(hook->Close());  // saving fails open: Close() returns the first error
 //
 // Steps (smdebug's semantics): counters start at -1, so the first Step() is global step 0 and
 // step 0 of the current mode; the global step grows in every mode; each mode has its own step.

@@ -5,15 +5,23 @@
 // non-OK Status. Neither throws; exceptions never cross a module API (they become Python
 // exceptions in the bindings and exit codes in the CLI).
 //
+// A failure that smdebug reports with an exception class of its own (a step not saved, training
+// ended...) also carries an ErrorDetail and its ErrorSubject (the tensor, step and mode it is
+// about): the bindings raise smdebug's class from these, never from the message, which is for
+// people. Both types are [[nodiscard]]: ignoring one is a bug unless a `(void)` cast says why.
+//
 // Thread safety: Status and Result are values; distinct objects may be used from distinct threads.
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+
+#include "trainscope/modes.h"
 
 namespace trainscope {
 
@@ -33,7 +41,38 @@ enum class StatusCode : int {
 // Name of a code, e.g. "Corruption".
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+// Which of smdebug's exceptions (smdebug.exceptions) a failure is, beside its code; kNone for
+// every failure smdebug has no class of its own for. Set where the condition arises (the store's
+// Trial); the bindings raise the class of that name. Values are stable (the bindings pass names).
+enum class ErrorDetail : int {
+  kNone = 0,
+  kTensorUnavailable = 1,         // NotFound: the tensor was never saved (subject: tensor)
+  kTensorUnavailableForStep = 2,  // NotFound: the step exists, the tensor (or its value) was not
+                                  // saved there (tensor, step, mode, has_reductions)
+  kShapeUnavailableForStep = 3,   // NotFound: neither shape nor value saved (tensor, step, mode)
+  kStepUnavailable = 4,           // NotFound: the step was skipped (step, mode)
+  kStepNotYetAvailable = 5,       // Unavailable: the step may still come (step, mode)
+  kNoMoreData = 6,                // OutOfRange: training ended before the step (step, mode,
+                                  // last_step)
+  kInvalidWorker = 7,             // InvalidArgument: that worker did not save it (worker, ...)
+  kMissingCollectionFiles = 8,    // NotFound: the job ended without a collections file
+};
+
+// smdebug's class name of a detail, e.g. "StepUnavailable"; "None" for kNone.
+std::string_view ErrorDetailName(ErrorDetail detail);
+
+// What a detailed failure is about: the fields of smdebug's exception. Only those the detail
+// lists (above) are meaningful; the others keep their defaults.
+struct ErrorSubject {
+  std::string tensor;
+  int64_t step = -1;          // as queried: a step of `mode` (a global step for kGlobal)
+  Mode mode = Mode::kGlobal;  // the mode of `step`
+  std::string worker;
+  bool has_reductions = false;  // kTensorUnavailableForStep: reductions were saved at the step
+  int64_t last_step = -1;       // kNoMoreData: the last step of `mode`, -1 if none
+};
+
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message);
@@ -64,9 +103,17 @@ class Status {
   // "OK" or "<CodeName>: <message>".
   std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>". OK stays OK.
+  // Returns a copy whose message is "<context>: <message>" (code and detail kept). OK stays OK.
   Status WithContext(std::string_view context) const;
 
+  // Returns a copy that carries `detail` about `subject`. OK stays OK.
+  Status WithDetail(ErrorDetail detail, ErrorSubject subject = {}) const;
+  // kNone unless set by WithDetail.
+  ErrorDetail detail() const { return rep_ ? rep_->detail : ErrorDetail::kNone; }
+  // The subject given to WithDetail; all defaults otherwise.
+  const ErrorSubject& subject() const;
+
+  // Compares code and message (a detail follows from them where it is set).
   bool operator==(const Status& other) const {
     return code() == other.code() && message() == other.message();
   }
@@ -76,6 +123,8 @@ class Status {
     StatusCode code;
     int os_errno;
     std::string message;
+    ErrorDetail detail = ErrorDetail::kNone;
+    ErrorSubject subject;
   };
   std::shared_ptr<const Rep> rep_;  // null == OK; shared so copies are cheap
 };

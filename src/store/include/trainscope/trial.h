@@ -18,22 +18,23 @@
 // Errors: NotFound (no such tensor/step/worker), Unavailable (not yet written), OutOfRange (the
 // job ended before the step), Corruption (names the file and byte offset).
 //
-// smdebug's exceptions. Where smdebug raises one of its exceptions, the Status message starts
-// with "<ExceptionName>: " (the name, a colon, a space), so bindings map it back by prefix:
-//   smdebug exception          StatusCode        message prefix
-//   TensorUnavailable          kNotFound         "TensorUnavailable: "
-//   TensorUnavailableForStep   kNotFound         "TensorUnavailableForStep: " (the message
-//                                                contains "has_reductions=true" or
-//                                                "has_reductions=false")
-//   StepUnavailable            kNotFound         "StepUnavailable: "
-//   StepNotYetAvailable        kUnavailable      "StepNotYetAvailable: "
-//   NoMoreData                 kOutOfRange       "NoMoreData: "
-//   ShapeUnavailableForStep    kNotFound         "ShapeUnavailableForStep: "
-//   InvalidWorker              kInvalidArgument  "InvalidWorker: "
-//   MissingCollectionFiles     kNotFound         "MissingCollectionFiles: " (Open/OpenWhenReady)
+// smdebug's exceptions. Where smdebug raises one of its exceptions, the Status carries the
+// matching ErrorDetail (status.h) and its ErrorSubject (tensor, step as queried, mode, and
+// has_reductions / last_step / worker where the exception has them); the bindings raise the class
+// from the detail. The message starts with the exception's name ("<ExceptionName>: ") for people
+// reading it; nothing parses it.
+//   smdebug exception          StatusCode        ErrorDetail
+//   TensorUnavailable          kNotFound         kTensorUnavailable
+//   TensorUnavailableForStep   kNotFound         kTensorUnavailableForStep (has_reductions)
+//   StepUnavailable            kNotFound         kStepUnavailable
+//   StepNotYetAvailable        kUnavailable      kStepNotYetAvailable
+//   NoMoreData                 kOutOfRange       kNoMoreData (last_step)
+//   ShapeUnavailableForStep    kNotFound         kShapeUnavailableForStep
+//   InvalidWorker              kInvalidArgument  kInvalidWorker (worker)
+//   MissingCollectionFiles     kNotFound         kMissingCollectionFiles (Open/OpenWhenReady)
 // Other codes have no smdebug counterpart: Corruption (a damaged index or event file: smdebug
-// raised assorted errors), IOError, InvalidArgument without a prefix (a bad regex, both regex
-// and collection given: smdebug's ValueError), NotFound without a prefix (unknown collection:
+// raised assorted errors), IOError, InvalidArgument without a detail (a bad regex, both regex
+// and collection given: smdebug's ValueError), NotFound without a detail (unknown collection:
 // smdebug's KeyError; a missing event file). Value/ReductionValue/Shape/SavedReductions/
 // TensorWorkers raise as smdebug's Tensor._step does: tensor never seen -> TensorUnavailable;
 // step known but tensor absent -> TensorUnavailableForStep; otherwise by HasPassedStep:

@@ -8,17 +8,18 @@
 //
 // Usage:
 //   TS_ASSIGN_OR_RETURN(auto hook, trainscope::TorchHook::Create(config));
-//   hook->RegisterModule(*net);               // parameters and gradients of net and its children
+//   TS_RETURN_IF_ERROR(hook->RegisterModule(*net));  // parameters and gradients of net, children
 //   for (...) {
 //     trainscope::TorchHook::StepScope step(*hook);   // step boundary (or hook->Step())
 //     if (hook->StopRequested()) break;        // a rule asked to stop (Hook's stop requests)
 //     auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
-//     hook->SaveLoss(loss);                    // "loss_output_0", collection "losses"
+//     (void)hook->SaveLoss(loss);              // "loss_output_0", collection "losses"; fails
+//                                              // open (the first error: printed, and Close's)
 //     optimizer.zero_grad();
 //     loss.backward();                         // gradients saved by tensor hooks
 //     optimizer.step();
 //   }
-//   hook->Close();
+//   TS_RETURN_IF_ERROR(hook->Close());         // the first error seen, if any
 //
 // Steps: LibTorch modules have no forward hooks, so steps are explicit: Step() (or StepScope)
 // ends the previous step and begins the next. On a saving step it saves every registered
