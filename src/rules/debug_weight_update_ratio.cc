@@ -74,7 +74,8 @@ class WeightUpdateRatio : public BuiltinRule {
       // Frozen: the trial's _meta.parameters says so; without it, no gradient ever reached it.
       const std::optional<bool> trainable = trial.ParameterTrainable(name);
       if (trainable ? !*trainable
-                    : !gradient_names_.empty() && !gradient_names_.count(tensor_names::GradientName(name))) {
+                    : !gradient_names_.empty() &&
+                          !gradient_names_.count(tensor_names::GradientName(name))) {
         if (frozen_.size() < 100000) frozen_.insert(name);
         continue;
       }
