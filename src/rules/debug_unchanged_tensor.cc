@@ -16,12 +16,6 @@
 namespace trainscope::rules_internal {
 namespace {
 
-double MaxAbs(const Tensor& v) {
-  double m = 0;
-  ForEachElement(v, [&](int64_t, double x) { m = std::max(m, std::fabs(x)); });
-  return m;
-}
-
 class UnchangedTensor : public BuiltinRule {
  public:
   static constexpr const char* kName = "UnchangedTensor";
@@ -83,9 +77,12 @@ class UnchangedTensor : public BuiltinRule {
         return cur.status();
       }
       if (!IsNumeric(cur->dtype)) continue;
-      if (name.starts_with(tensor_names::kGradientPrefix) && MaxAbs(*cur) <= atol_) {
-        tracks_.erase(name);  // a zero gradient (e.g. a bias before BatchNorm): not this rule's
-        continue;
+      if (name.starts_with(tensor_names::kGradientPrefix)) {
+        auto max_abs = ComputeReduction(cur->view(), {ReductionOp::kMax, /*abs=*/true});
+        if (max_abs.ok() && *max_abs <= atol_) {
+          tracks_.erase(name);  // a zero gradient (e.g. a bias before BatchNorm): not this rule's
+          continue;
+        }
       }
       auto it = tracks_.find(name);
       if (it == tracks_.end()) {
