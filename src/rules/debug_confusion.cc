@@ -128,10 +128,10 @@ class Confusion : public BuiltinRule {
     } else if (!saw_eval_ && !recent_.empty()) {
       std::map<std::pair<int64_t, int64_t>, int64_t> m;
       for (const auto& lp : recent_) ++m[lp];
-      for (auto& [label, f] : Evaluate(m, step)) {
-        f.explanation = "in the last " + std::to_string(recent_.size()) + " training predictions" +
-                        f.explanation;
-        v.Add(std::move(f));
+      for (auto& c : Evaluate(m, step)) {
+        c.finding.explanation = "in the last " + std::to_string(recent_.size()) +
+                                " training predictions" + c.finding.explanation;
+        v.Add(std::move(c.finding));
       }
     }
     return v;
@@ -151,7 +151,7 @@ class Confusion : public BuiltinRule {
 
   size_t StateBytes() const override {
     return eval_matrix_.size() * 64 + recent_.size() * 16 + prev_failing_.size() * 56 +
-           recalls_.size() * 56 + last_pass_failures_.size() * 512 + 128;
+           last_pass_failures_.size() * 512 + 128;
   }
 
  private:
@@ -182,8 +182,7 @@ class Confusion : public BuiltinRule {
     eval_matrix_.clear();
     std::map<int64_t, double> failing;
     std::vector<RuleFinding> waiting;
-    for (auto& [label, f] : failures) {
-      const double recall = recalls_[label];
+    for (auto& [label, recall, f] : failures) {
       failing[label] = recall;
       auto prev = prev_failing_.find(label);
       const bool stuck = prev != prev_failing_.end() && recall < prev->second + kMinRecallGain;
@@ -206,10 +205,14 @@ class Confusion : public BuiltinRule {
   // recall below min_diag, or one off-diagonal share above max_off_diag, each beyond the
   // 95 % Wilson bound of the class's sample count. Worst recall first (the summary names the
   // first), at most kMaxFindings.
-  std::vector<std::pair<int64_t, RuleFinding>> Evaluate(
-      const std::map<std::pair<int64_t, int64_t>, int64_t>& m, int64_t step) {
-    std::vector<std::pair<int64_t, RuleFinding>> out;
-    std::vector<double> recalls;  // of out's classes
+  struct ClassFailure {
+    int64_t label;
+    double recall;
+    RuleFinding finding;
+  };
+  std::vector<ClassFailure> Evaluate(const std::map<std::pair<int64_t, int64_t>, int64_t>& m,
+                                     int64_t step) {
+    std::vector<ClassFailure> out;
     std::map<int64_t, int64_t> row_total;
     for (const auto& [lp, n] : m) row_total[lp.first] += n;
     for (const auto& [label, total] : row_total) {
@@ -225,7 +228,6 @@ class Confusion : public BuiltinRule {
         }
       }
       const double recall = static_cast<double>(right) / static_cast<double>(total);
-      recalls_[label] = recall;
       const double off = static_cast<double>(worst_n) / static_cast<double>(total);
       const bool low = WilsonBound(right, total, /*upper=*/true) < min_diag_;
       const bool confused = WilsonBound(worst_n, total, /*upper=*/false) > max_off_diag_;
@@ -247,19 +249,13 @@ class Confusion : public BuiltinRule {
           "the model confuses these classes: look at misclassified examples of them, check "
           "their labels, add data or augmentation for the weak class, weight it in the loss, or "
           "train longer if the whole matrix is still poor";
-      out.emplace_back(label, std::move(f));
-      recalls.push_back(recall);
+      out.push_back({label, recall, std::move(f)});
     }
-    std::vector<size_t> order(out.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return recalls[a] < recalls[b]; });
-    std::vector<std::pair<int64_t, RuleFinding>> sorted;
-    for (size_t i : order) {
-      if (static_cast<int>(sorted.size()) >= kMaxFindings) break;
-      sorted.push_back(std::move(out[i]));
-    }
-    return sorted;
+    std::stable_sort(out.begin(), out.end(), [](const ClassFailure& a, const ClassFailure& b) {
+      return a.recall < b.recall;
+    });
+    if (out.size() > static_cast<size_t>(kMaxFindings)) out.resize(kMaxFindings);
+    return out;
   }
 
   std::optional<int64_t> category_no_;
@@ -273,7 +269,6 @@ class Confusion : public BuiltinRule {
   int64_t last_step_ = -1;
   std::string tensor_;
   std::map<int64_t, double> prev_failing_;       // classes failing at the last judged pass: recall
-  std::map<int64_t, double> recalls_;            // recall of each class at the pass judged last
   std::vector<RuleFinding> last_pass_failures_;  // its failures not reported yet
   int64_t last_pass_end_ = -1;
 };
