@@ -527,6 +527,17 @@ void RegisterCapture(py::module_& m) {
           },
           py::arg("name"), py::arg("trainable"),
           "Records a registered parameter as trainable or frozen (_meta.parameters).")
+      .def(
+          "set_module_order",
+          [](PyHook& h, const std::vector<std::pair<std::string, std::string>>& modules) {
+            std::vector<ModuleInfo> order;
+            order.reserve(modules.size());
+            for (const auto& [name, type] : modules) order.push_back({name, type});
+            h.h().collections().SetModuleOrder(std::move(order));
+          },
+          py::arg("modules"),
+          "Records the modules (name, class) in the order they ran in the first step "
+          "(_meta.modules).")
       .def("collection_names",
            [](PyHook& h) {
              std::vector<std::string> out;

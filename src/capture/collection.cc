@@ -179,6 +179,11 @@ void CollectionManager::SetParameterTrainable(const std::string& name, bool trai
   ++structure_version_;
 }
 
+void CollectionManager::SetModuleOrder(std::vector<ModuleInfo> modules) {
+  modules_ = std::move(modules);
+  ++structure_version_;
+}
+
 uint64_t CollectionManager::version() const {
   uint64_t v = structure_version_;
   for (const auto& c : collections_) v += c->version();
@@ -235,6 +240,11 @@ std::string CollectionManager::ToJson(int num_workers) const {
     for (const auto& [name, t] : parameters_) (t ? trainable : frozen).push_back(name);
     root["_meta"]["parameters"] = {{"trainable", std::move(trainable)},
                                    {"frozen", std::move(frozen)}};
+  }
+  if (!modules_.empty()) {
+    Json modules = Json::array();
+    for (const auto& m : modules_) modules.push_back({{"name", m.name}, {"type", m.type}});
+    root["_meta"]["modules"] = std::move(modules);
   }
   return root.dump();
 }

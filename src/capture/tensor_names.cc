@@ -38,6 +38,19 @@ std::string OutputName(std::string_view module, int64_t index) {
   return OutputPrefix(module) + std::to_string(index);
 }
 
+std::string_view ModuleOf(std::string_view tensor_name) {
+  size_t digits = tensor_name.size();
+  while (digits > 0 && tensor_name[digits - 1] >= '0' && tensor_name[digits - 1] <= '9') --digits;
+  if (digits == tensor_name.size()) return {};
+  const std::string_view head = tensor_name.substr(0, digits);
+  for (std::string_view infix : {kInputInfix, kOutputInfix}) {
+    if (head.size() > infix.size() && head.ends_with(infix)) {
+      return head.substr(0, head.size() - infix.size());
+    }
+  }
+  return {};
+}
+
 std::string ScalarName(std::string_view name) { return Concat(kScalarPrefix, name); }
 
 std::string UserPath(std::string_view path) {

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
+#include <map>
+
+#include "trainscope/tensor_names.h"
+#include "trainscope/trial.h"
 
 namespace trainscope::rules_internal {
 
@@ -53,6 +58,19 @@ std::vector<double> ToDoubles(const Tensor& t) {
   std::vector<double> out(static_cast<size_t>(std::max<int64_t>(0, t.num_elements())));
   ForEachElement(t, [&](int64_t i, double v) { out[static_cast<size_t>(i)] = v; });
   return out;
+}
+
+void SortInForwardOrder(const Trial& trial, std::vector<std::string>* names) {
+  std::map<std::string, size_t, std::less<>> position;
+  for (const auto& m : trial.modules()) position.try_emplace(m.name, position.size());
+  auto rank = [&](const std::string& name) {
+    auto it = position.find(tensor_names::ModuleOf(name));
+    return it == position.end() ? position.size() : it->second;
+  };
+  std::stable_sort(names->begin(), names->end(), [&](const std::string& a, const std::string& b) {
+    const size_t ra = rank(a), rb = rank(b);
+    return ra != rb ? ra < rb : NaturalLess(a, b);
+  });
 }
 
 bool NaturalLess(const std::string& a, const std::string& b) {

@@ -164,6 +164,11 @@ std::vector<double> ToDoubles(const Tensor& t);
 // Natural order: "layers.2" < "layers.10".
 bool NaturalLess(const std::string& a, const std::string& b);
 
+// Sorts module input/output tensor names ("encoder.1_input_0") in the order their modules ran,
+// as the trial records it (Trial::modules(), _meta.modules); names whose module it does not
+// record (or all, in a trial that records none) follow in natural order.
+void SortInForwardOrder(const Trial& trial, std::vector<std::string>* names);
+
 // numpy.allclose(a, b, rtol, atol, equal_nan): |a - b| <= atol + rtol * |b| everywhere, and same
 // shape. *max_abs_diff receives the largest |a - b| (NaN pairs count as 0 when equal_nan).
 bool AllClose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan,

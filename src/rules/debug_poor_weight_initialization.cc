@@ -118,7 +118,9 @@ class PoorWeightInitialization : public BuiltinRule {
 
   Status CheckActivations(int64_t step, std::set<std::string>* holding, Verdict* v) {
     TS_ASSIGN_OR_RETURN(auto names, data().Select(activations_, step));
-    std::sort(names.begin(), names.end(), NaturalLess);
+    // Adjacent layers in the order data flows through them (the hook records it), not by name:
+    // "decoder.1" sorts before "encoder.1".
+    SortInForwardOrder(data().trial(), &names);
     std::vector<std::pair<std::string, double>> vars;
     for (const auto& name : names) {
       auto st = data().Stats(name, step);

@@ -73,6 +73,21 @@ Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_
         for (auto& n : names) out.parameters[std::move(n)] = trainable;
       }
     }
+    // trainscope's Python hook: the modules in forward order.
+    if (auto ms = meta->find("modules"); ms != meta->end() && !ms->is_null()) {
+      if (!ms->is_array()) return Bad(path, "_meta.modules is not a list");
+      for (const json& m : *ms) {
+        auto name = m.is_object() ? m.find("name") : m.end();
+        auto type = m.is_object() ? m.find("type") : m.end();
+        if (!m.is_object() || name == m.end() || !name->is_string() || type == m.end() ||
+            !type->is_string()) {
+          return Bad(path,
+                     "_meta.modules holds an entry that is not {\"name\": string, "
+                     "\"type\": string}");
+        }
+        out.modules.push_back({name->get<std::string>(), type->get<std::string>()});
+      }
+    }
   }
   auto colls = doc.find("collections");
   if (colls == doc.end()) return Bad(path, "no \"collections\" key");

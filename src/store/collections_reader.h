@@ -19,6 +19,7 @@ struct CollectionsFile {
   int num_workers = 1;                      // _meta.num_workers (1 when absent)
   std::vector<CollectionInfo> collections;  // sorted by name
   std::map<std::string, bool> parameters;   // _meta.parameters: tensor name -> trainable
+  std::vector<ModuleInfo> modules;          // _meta.modules, in forward order
 };
 
 // Parses one collections file. Corruption naming `path_for_errors` (and the byte offset when the

@@ -29,7 +29,8 @@ Status MissingCollections(const std::string& path, const std::string& what) {
 
 Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
                   std::vector<std::string> workers, int num_workers,
-                  std::vector<CollectionInfo> collections, std::map<std::string, bool> parameters)
+                  std::vector<CollectionInfo> collections, std::map<std::string, bool> parameters,
+                  std::vector<ModuleInfo> modules)
     : env_(env),
       path_(std::move(path)),
       options_(options),
@@ -37,6 +38,7 @@ Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
       num_workers_(num_workers),
       collections_(std::move(collections)),
       parameters_(std::move(parameters)),
+      modules_(std::move(modules)),
       scanner_(env, path_, options.range_begin, options.range_end),
       tracker_(num_workers, options.incomplete_step_window),
       values_(env, kMaxMappedFiles, options.verify_checksums) {}
@@ -81,7 +83,8 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
   std::vector<std::string> workers = listing.workers;
   std::sort(workers.begin(), workers.end());
   auto impl = std::make_unique<Impl>(env, path, options, std::move(workers), first.num_workers,
-                                     std::move(first.collections), std::move(first.parameters));
+                                     std::move(first.collections), std::move(first.parameters),
+                                     std::move(first.modules));
   TS_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Trial>(new Trial(std::move(impl)));
 }
@@ -135,6 +138,8 @@ std::optional<bool> Trial::ParameterTrainable(const std::string& tensor_name) co
   return it->second;
 }
 bool Trial::records_parameters() const { return !impl_->parameters_.empty(); }
+
+const std::vector<ModuleInfo>& Trial::modules() const { return impl_->modules_; }
 
 Result<std::vector<std::string>> Trial::TensorNames(Mode mode, std::optional<int64_t> step,
                                                     const std::string& regex,

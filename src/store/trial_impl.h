@@ -64,7 +64,7 @@ class Trial::Impl {
  public:
   Impl(Env* env, std::string path, TrialOptions options, std::vector<std::string> workers,
        int num_workers, std::vector<CollectionInfo> collections,
-       std::map<std::string, bool> parameters);
+       std::map<std::string, bool> parameters, std::vector<ModuleInfo> modules);
 
   // trial_refresh.cc
   Status Init();
@@ -113,6 +113,7 @@ class Trial::Impl {
   const int num_workers_;
   const std::vector<CollectionInfo> collections_;
   const std::map<std::string, bool> parameters_;  // _meta.parameters: name -> trainable
+  const std::vector<ModuleInfo> modules_;         // _meta.modules, in forward order
 
  public:
   // Trial::DamagedIndexFiles.

@@ -126,6 +126,17 @@ TEST(CollectionTest, JsonRecordsParameters) {
   EXPECT_EQ(j["_meta"]["parameters"]["frozen"], nlohmann::json::array({"Net_emb.weight"}));
 }
 
+TEST(CollectionTest, JsonRecordsModuleOrder) {
+  auto cm = CollectionManager::WithPyTorchDefaults();
+  EXPECT_FALSE(nlohmann::json::parse(cm.ToJson(1))["_meta"].contains("modules"));
+  const uint64_t v = cm.version();
+  cm.SetModuleOrder({{"fc2", "Linear"}, {"fc1", "Linear"}, {"Net", "Net"}});
+  EXPECT_NE(cm.version(), v);
+  auto j = nlohmann::json::parse(cm.ToJson(1));
+  EXPECT_EQ(j["_meta"]["modules"], nlohmann::json::parse(R"([{"name": "fc2", "type": "Linear"},
+      {"name": "fc1", "type": "Linear"}, {"name": "Net", "type": "Net"}])"));
+}
+
 TEST(CollectionTest, AddReplacesInPlace) {
   auto cm = CollectionManager::WithPyTorchDefaults();
   auto mine = std::make_shared<Collection>("weights");

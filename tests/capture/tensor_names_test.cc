@@ -22,6 +22,16 @@ TEST(TensorNamesTest, SmdebugScheme) {
   EXPECT_TRUE(InputName("act", 3).starts_with(InputPrefix("act")));
 }
 
+TEST(TensorNamesTest, ModuleOfInputsAndOutputs) {
+  EXPECT_EQ(ModuleOf(InputName("encoder.1", 0)), "encoder.1");
+  EXPECT_EQ(ModuleOf(OutputName("layer1.0.relu", 12)), "layer1.0.relu");
+  EXPECT_EQ(ModuleOf("a_input_1_output_0"), "a_input_1");  // the last infix counts
+  for (const char* other : {"Net_fc1.weight", "gradient/Net_fc1.weight", "scalar/loss", "_input_0",
+                            "relu_input_", "relu_input_x", "loss"}) {
+    EXPECT_EQ(ModuleOf(other), "") << other;
+  }
+}
+
 TEST(TensorNamesTest, UserPathDropsFsdpSegments) {
   EXPECT_EQ(UserPath("fc1.weight"), "fc1.weight");
   EXPECT_EQ(UserPath("_fsdp_wrapped_module.fc1.weight"), "fc1.weight");

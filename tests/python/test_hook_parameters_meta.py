@@ -83,3 +83,28 @@ def test_frozen_on_purpose_is_quiet_but_a_cut_graph_is_reported(tmp_path):
     assert {f["tensor"] for f in findings} == {"Encoded_encoder.0.weight"}
     assert "no gradient ever reached it" in findings[0]["explanation"]
     assert "detach()" in findings[0]["recommendation"]
+
+
+class DefinedOutOfOrder(nn.Module):
+    """Defines its layers in another order than forward() runs them, as models often do."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 3)
+        self.act = nn.Tanh()
+        self.body = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16))
+
+    def forward(self, x):
+        return self.head(self.act(self.body(x)))
+
+
+def test_collections_file_records_modules_in_forward_order(tmp_path):
+    torch.manual_seed(0)
+    meta = _meta(_train(tmp_path / "t", DefinedOutOfOrder()))
+    modules = [(m["name"], m["type"]) for m in meta["modules"]]
+    # Leaf modules as they ran, a container after its contents, the registered module (by its
+    # class name) last but for the loss, which runs after it.
+    assert modules == [("body.0", "Linear"), ("body.1", "ReLU"), ("body.2", "Linear"),
+                       ("body", "Sequential"), ("act", "Tanh"), ("head", "Linear"),
+                       ("DefinedOutOfOrder", "DefinedOutOfOrder"),
+                       ("CrossEntropyLoss", "CrossEntropyLoss")]

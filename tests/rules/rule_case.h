@@ -57,10 +57,10 @@ class TempDir {
 };
 
 // The collections file smdebug's PyTorch hook writes for the built-in collections, plus `extra`
-// (name -> include regexes), and `parameters` ({"trainable": [...], "frozen": [...]}, trainscope's
-// _meta.parameters) when it is not null.
+// (name -> include regexes), and the keys of `meta` (an object, e.g. trainscope's
+// _meta.parameters and _meta.modules, docs/formats/trial.md) under _meta when it is not null.
 inline std::string CollectionsJson(const std::map<std::string, std::vector<std::string>>& extra,
-                                   const nlohmann::json& parameters = nullptr) {
+                                   const nlohmann::json& meta = nullptr) {
   std::map<std::string, std::vector<std::string>> all = {
       {"weights", {"^(?!gradient).*weight"}},
       {"biases", {"^(?!gradient).*bias"}},
@@ -78,7 +78,7 @@ inline std::string CollectionsJson(const std::map<std::string, std::vector<std::
                    {"save_histogram", false}};
   }
   nlohmann::json j = {{"collections", colls}, {"_meta", {{"num_workers", 1}}}};
-  if (!parameters.is_null()) j["_meta"]["parameters"] = parameters;
+  if (!meta.is_null()) j["_meta"].update(meta);
   return j.dump();
 }
 
@@ -455,8 +455,12 @@ inline CaseOutcome RunCase(const Json& c, const std::string& rule_name) {
     for (const auto& [k, v] : c["collections"].items())
       extra[k] = v.get<std::vector<std::string>>();
   }
-  const std::string collections =
-      CollectionsJson(extra, c.contains("parameters") ? c["parameters"] : Json(nullptr));
+  // A case's "parameters" and "modules" are the trial's _meta.parameters and _meta.modules.
+  Json meta = nullptr;
+  for (const char* key : {"parameters", "modules"}) {
+    if (c.contains(key)) meta[key] = c[key];
+  }
+  const std::string collections = CollectionsJson(extra, meta);
   const uint64_t seed = c.value("seed", uint64_t{1});
   if (c.contains("other_trial")) {
     WriteWholeTrial(other, c["other_trial"], c["other_trial"].value("seed", seed), collections);

@@ -60,6 +60,30 @@ TEST(CollectionsReaderTest, TrialAnswersParameterTrainable) {
   EXPECT_EQ((*t)->ParameterTrainable("loss_output_0"), std::nullopt);
 }
 
+TEST(CollectionsReaderTest, TrialAnswersModulesInForwardOrder) {
+  auto env = NewMemEnv();
+  testing::PutFile(
+      env.get(), "/t/collections/000000000/worker_0_collections.json",
+      R"({"collections": {}, "_meta": {"num_workers": 1, "modules": [)"
+      R"({"name": "encoder.1", "type": "ReLU"}, {"name": "decoder.1", "type": "ReLU"},)"
+      R"({"name": "AutoEncoder", "type": "AutoEncoder"}]}})");
+  testing::PutFile(env.get(), "/s/collections/000000000/worker_0_collections.json",
+                   testing::CollectionsJson(1));
+  TrialOptions o;
+  o.env = env.get();
+  auto t = Trial::Open("/t", o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const auto& m = (*t)->modules();
+  ASSERT_EQ(m.size(), 3u);  // the file's order, not sorted
+  EXPECT_EQ(m[0].name, "encoder.1");
+  EXPECT_EQ(m[1].name, "decoder.1");
+  EXPECT_EQ(m[1].type, "ReLU");
+  EXPECT_EQ(m[2].type, "AutoEncoder");
+  auto smdebug = Trial::Open("/s", o);  // smdebug's files record none
+  ASSERT_TRUE(smdebug.ok()) << smdebug.status().ToString();
+  EXPECT_TRUE((*smdebug)->modules().empty());
+}
+
 TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
   for (const char* text :
        {"", "{", "[]", R"({"collections": []})", R"({"_meta": {"num_workers": 2}})",
@@ -67,7 +91,11 @@ TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
         R"({"collections": {}, "_meta": {"num_workers": "2"}})",
         R"({"collections": {"a": {"tensor_names": [1]}}})", R"({"collections": {"a": 3e3631}})",
         R"({"collections": {}, "_meta": {"parameters": []}})",
-        R"({"collections": {}, "_meta": {"parameters": {"frozen": [1]}}})"}) {
+        R"({"collections": {}, "_meta": {"parameters": {"frozen": [1]}}})",
+        R"({"collections": {}, "_meta": {"modules": {"name": "a", "type": "ReLU"}}})",
+        R"({"collections": {}, "_meta": {"modules": ["a"]}})",
+        R"({"collections": {}, "_meta": {"modules": [{"name": "a"}]}})",
+        R"({"collections": {}, "_meta": {"modules": [{"name": "a", "type": 3}]}})"}) {
     auto c = ParseCollectionsFile(text, "bad.json");
     EXPECT_EQ(c.status().code(), StatusCode::kCorruption) << text;
     EXPECT_NE(c.status().message().find("bad.json"), std::string::npos) << text;

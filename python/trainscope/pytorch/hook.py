@@ -294,6 +294,11 @@ class Hook:
         self._io_names = {}  # module name -> (IndexedNames of its inputs, of its outputs)
         self._params = []  # (tensor name, parameter) of every registered module
         self._registered = set()  # id() of modules with our forward hook
+        # (name, class) of each module in the order its forward call first finished, during the
+        # first step that ran any: handed to the core at the next boundary (_meta.modules), then
+        # None (nothing more is recorded).
+        self._order = []
+        self._order_seen = set()
         self._top_modules = []
         self._handles = []
         self._wrappers = {}  # collection name -> Collection
@@ -378,6 +383,12 @@ class Hook:
             self._prepare()  # configuration errors raise here, before the first step runs
         if self._device:
             self._flush_device()
+        if self._order:  # the first step ran: its module order goes into the collections file
+            try:
+                self._c.set_module_order(self._order)
+            except Exception as e:
+                self._report("(module order)", e)
+            self._order = self._order_seen = None
         saving = self._c.step()
         # A rule's stop action writes <trial>/rule-output/stop_training.json
         # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
@@ -515,6 +526,8 @@ class Hook:
             self._report("(step boundary)", e)
 
     def _forward_hook(self, module, inputs, outputs):
+        if self._order is not None:
+            self._note_order(module)
         if not self._saving:
             return
         name = module.__dict__.get("_ts_name")
@@ -538,6 +551,12 @@ class Hook:
                     self._report(gname, e)
 
         return hook
+
+    def _note_order(self, module):
+        name = module.__dict__.get("_ts_name")
+        if name is not None and name not in self._order_seen:
+            self._order_seen.add(name)
+            self._order.append((name, module._get_name()))
 
     def _write_io(self, names, value):
         """Saves the tensors of `value` (nested tuples and lists) under the next of `names`

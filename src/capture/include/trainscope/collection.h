@@ -30,6 +30,7 @@
 #include "trainscope/reduction_config.h"
 #include "trainscope/save_config.h"
 #include "trainscope/status.h"
+#include "trainscope/trial.h"  // ModuleInfo
 
 namespace trainscope {
 
@@ -137,12 +138,19 @@ class CollectionManager {
   void SetParameterTrainable(const std::string& name, bool trainable);
   const std::map<std::string, bool>& parameters() const { return parameters_; }
 
+  // The registered modules in the order their forward calls finished in the first step (with
+  // their class names). Written as the collections file's _meta.modules (docs/formats/trial.md),
+  // so rules walk layers in the order data flows through them. Replaces an earlier order.
+  void SetModuleOrder(std::vector<ModuleInfo> modules);
+  const std::vector<ModuleInfo>& module_order() const { return modules_; }
+
   // The collections file content, with _meta.num_workers = num_workers.
   std::string ToJson(int num_workers) const;
 
  private:
   std::vector<std::shared_ptr<Collection>> collections_;
   std::map<std::string, bool> parameters_;  // tensor name -> trainable
+  std::vector<ModuleInfo> modules_;         // forward order
   uint64_t structure_version_ = 0;
 };
 

@@ -43,6 +43,9 @@ std::string OutputPrefix(std::string_view module);
 // module's flattened inputs (outputs) in one step, or of the values recorded under that name.
 std::string InputName(std::string_view module, int64_t index);
 std::string OutputName(std::string_view module, int64_t index);
+// The module of an input or output name ("encoder.1_input_0" -> "encoder.1"): the part before
+// the last "_input_<digits>" or "_output_<digits>"; empty for any other name.
+std::string_view ModuleOf(std::string_view tensor_name);
 // "scalar/<name>".
 std::string ScalarName(std::string_view name);
 

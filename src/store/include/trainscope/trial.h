@@ -101,6 +101,14 @@ struct CollectionInfo {
   bool save_histogram = true;
 };
 
+// A module of the model as the hook saw it run (the collections file's _meta.modules,
+// trial.md): its name in the trial's tensor names ("encoder.1" saves "encoder.1_input_0") and
+// its class name ("ReLU").
+struct ModuleInfo {
+  std::string name;
+  std::string type;
+};
+
 // One worker's incomplete marker, <trial>/incomplete_<worker>.json (docs/formats/trial.md,
 // "Incomplete marker"): that worker lost steps. `readable` is false when the file is empty (the
 // disk had no room for its content) or its content cannot be read (`problem` says why); the
@@ -168,6 +176,10 @@ class Trial {
   std::optional<bool> ParameterTrainable(const std::string& tensor_name) const;
   // True when the trial records its parameters (ParameterTrainable is known for every one).
   bool records_parameters() const;
+  // The registered modules in the order their forward calls finished in the first step that ran
+  // them (leaf modules in execution order, containers after their contents), from _meta.modules
+  // (trial.md); empty when the trial does not say (smdebug, C++ hooks).
+  const std::vector<ModuleInfo>& modules() const;
 
   // Sorted tensor names. `step` is a step of `mode` (nullopt = any step). Reduction tensors
   // ("smdebug/reductions/...") are folded onto their base tensor and not listed themselves.
