@@ -1,10 +1,12 @@
 // Confusion (docs/rules/Confusion.md): the confusion matrix of an evaluation pass (or, in a run
-// without evaluation, of the last `window` training predictions at the end) has a class whose
-// recall is below min_diag, or whose samples go to one other class more than max_off_diag of the
-// time, by more than the pass's sampling error (95 % Wilson bound). A pass followed by more
-// training is judged against the pass before it: a class must fail in both (a model still
-// learning a class is not confusing it); the run's last judged pass is the final model's and
-// fails on its own.
+// without evaluation, of the last `window` training predictions at the end) has a class that the
+// model gets systematically wrong: condition=systematic (the default), its samples go to one
+// other class more often than to itself and more than max_off_diag of the time;
+// condition=threshold (SageMaker's), its recall is below min_diag or its samples go to one other
+// class more than max_off_diag of the time. Each beyond the pass's sampling error (95 % Wilson
+// bounds). A pass followed by more training is judged against the pass before it: a class must
+// fail in both (a model still learning a class is not confusing it); the run's last judged pass
+// is the final model's and fails on its own.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -43,7 +45,11 @@ class Confusion : public BuiltinRule {
             {"max_off_diag", ParamType::kDouble, "0.1",
              "largest tolerated share of a class predicted as one given other class"},
             {"window", ParamType::kInt, "1000",
-             "training predictions checked at the end of a run without evaluation"}};
+             "training predictions checked at the end of a run without evaluation"},
+            {"condition", ParamType::kString, "systematic",
+             "systematic: a class predicted as one other class more often than as itself (and "
+             "more than max_off_diag); threshold: SageMaker's min_diag/max_off_diag gate (a "
+             "healthy model with a class at 85 % recall fires)"}};
   }
 
   explicit Confusion(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
@@ -51,6 +57,7 @@ class Confusion : public BuiltinRule {
     min_diag_ = params().Double("min_diag");
     max_off_diag_ = params().Double("max_off_diag");
     window_size_ = params().Int("window");
+    systematic_ = params().String("condition") == "systematic";
     labels_.regexes = {EscapeRegex(params().String("labels"))};
     if (params().IsSet("labels_collection")) {
       labels_.collections = {params().String("labels_collection")};
@@ -70,6 +77,11 @@ class Confusion : public BuiltinRule {
     }
     if (params().String("labels").empty() || params().String("predictions").empty()) {
       return Status::InvalidArgument("Confusion: labels and predictions must name tensors");
+    }
+    const std::string c = params().String("condition");
+    if (c != "systematic" && c != "threshold") {
+      return Status::InvalidArgument("Confusion: condition '" + c +
+                                     "' is not one of systematic, threshold");
     }
     return Status::OK();
   }
@@ -229,15 +241,20 @@ class Confusion : public BuiltinRule {
       }
       const double recall = static_cast<double>(right) / static_cast<double>(total);
       const double off = static_cast<double>(worst_n) / static_cast<double>(total);
-      const bool low = WilsonBound(right, total, /*upper=*/true) < min_diag_;
-      const bool confused = WilsonBound(worst_n, total, /*upper=*/false) > max_off_diag_;
+      const double off_low = WilsonBound(worst_n, total, /*upper=*/false);
+      const double recall_high = WilsonBound(right, total, /*upper=*/true);
+      // systematic: only a class that goes to another class more than to itself.
+      const bool low = !systematic_ && recall_high < min_diag_;
+      const bool confused = off_low > max_off_diag_ && (!systematic_ || off_low > recall_high);
       if (!low && !confused) continue;
       auto f = NewFinding(step);
       f.tensor = tensor_;
       f.value = low ? recall : off;
       f.threshold = low ? min_diag_ : max_off_diag_;
-      f.condition = low ? "confusion[c][c] / samples of c < min_diag"
-                        : "confusion[c][p] / samples of c > max_off_diag";
+      f.condition = low           ? "confusion[c][c] / samples of c < min_diag"
+                    : systematic_ ? "confusion[c][p] > confusion[c][c] and confusion[c][p] / "
+                                    "samples of c > max_off_diag"
+                                  : "confusion[c][p] / samples of c > max_off_diag";
       f.explanation = ", class " + std::to_string(label) + " (" + std::to_string(total) +
                       " samples) is predicted right " + Percent(recall) + " of the time" +
                       (worst_p >= 0 ? " and as class " + std::to_string(worst_p) + " " +
@@ -246,9 +263,14 @@ class Confusion : public BuiltinRule {
                       " (min_diag " + Num(min_diag_) + ", max_off_diag " + Num(max_off_diag_) +
                       ", beyond the sampling error of " + std::to_string(total) + " samples)";
       f.recommendation =
-          "the model confuses these classes: look at misclassified examples of them, check "
-          "their labels, add data or augmentation for the weak class, weight it in the loss, or "
-          "train longer if the whole matrix is still poor";
+          systematic_
+              ? "a class predicted as another one more often than as itself points to the data: "
+                "check the label mapping (the dataset's class ids against the model's outputs), "
+                "that the training data is shuffled (a class seen only in one part of an epoch is "
+                "forgotten), and the class balance; then look at misclassified examples"
+              : "the model confuses these classes: look at misclassified examples of them, check "
+                "their labels, add data or augmentation for the weak class, weight it in the "
+                "loss, or train longer if the whole matrix is still poor";
       out.push_back({label, recall, std::move(f)});
     }
     std::stable_sort(out.begin(), out.end(), [](const ClassFailure& a, const ClassFailure& b) {
@@ -261,6 +283,7 @@ class Confusion : public BuiltinRule {
   std::optional<int64_t> category_no_;
   double min_diag_, max_off_diag_;
   int64_t window_size_;
+  bool systematic_;  // condition=systematic
   TensorSelection labels_, predictions_;
   std::map<std::pair<int64_t, int64_t>, int64_t> eval_matrix_;
   std::deque<std::pair<int64_t, int64_t>> recent_;

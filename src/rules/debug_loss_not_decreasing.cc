@@ -40,6 +40,22 @@ double MannKendallZ(const std::deque<double>& xs) {
   return (s - (s > 0 ? 1.0 : -1.0)) / std::sqrt(var);
 }
 
+// Theil-Sen slope of xs (in order): the median of the slopes between every pair of values, per
+// value. 0 with fewer than 2 values.
+double TheilSenSlope(const std::deque<double>& xs) {
+  std::vector<double> slopes;
+  slopes.reserve(xs.size() * (xs.size() - 1) / 2);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    for (size_t j = i + 1; j < xs.size(); ++j) {
+      slopes.push_back((xs[j] - xs[i]) / static_cast<double>(j - i));
+    }
+  }
+  if (slopes.empty()) return 0.0;
+  const size_t mid = slopes.size() / 2;
+  std::nth_element(slopes.begin(), slopes.begin() + static_cast<std::ptrdiff_t>(mid), slopes.end());
+  return slopes[mid];
+}
+
 // The noise variance of one value of a series with a slow trend: half the mean squared
 // difference of successive values (von Neumann); a trend adds only its squared step. -1 with
 // fewer than 2 values.
@@ -267,6 +283,7 @@ class LossNotDecreasing : public BuiltinRule {
     double best = HUGE_VAL;       // lowest window mean so far
     double best_se2 = 0;          // its squared standard error
     int64_t windows = 0;          // closed windows
+    int64_t seen = 0;             // values kept so far
     bool learned = false;         // dropped meaningfully below the initial level at some point
     int64_t converged_step = -1;  // learned, then no significant trend since this step
     double converged_mean = 0;
@@ -278,6 +295,7 @@ class LossNotDecreasing : public BuiltinRule {
       m2 += d * (x - m);
       if (!keep) return;
       values.push_back(x);
+      ++seen;
       history.push_back(x);
       while (history.size() > kHistoryValues) history.pop_front();
       if (windows == 0) first.push_back(x);
@@ -387,11 +405,21 @@ class LossNotDecreasing : public BuiltinRule {
     }
 
     // Not learning: never meaningfully below the start, confidently so (even 2 standard errors
-    // of the noise more would not make a 10 % drop), and not trending down either.
+    // of the noise more would not make a 10 % drop), and not trending down at a pace that
+    // matters either: a significant downward trend counts only if, continued for as many values
+    // again as the series has, it would take the loss 10 % below its start (a model memorising
+    // shuffled labels creeps down 1 % in 88 steps on a significant trend).
     const bool surely_flat =
         drop_from_init + 2.0 * std::sqrt(se2 + init_se2) < kLearnedFraction * std::fabs(init);
-    if (!s.learned && s.windows >= kMinWindows && s.history.size() >= kMinValues && z > -kTrendZ &&
-        surely_flat) {
+    double slope = 0;
+    bool slow_trend = false;
+    if (z <= -kTrendZ && !s.learned && surely_flat) {
+      slope = TheilSenSlope(s.history);
+      slow_trend = drop_from_init + std::max(0.0, -slope) * static_cast<double>(s.seen) <
+                   kLearnedFraction * std::fabs(init);
+    }
+    if (!s.learned && s.windows >= kMinWindows && s.history.size() >= kMinValues &&
+        (z > -kTrendZ || slow_trend) && surely_flat) {
       RuleFinding f = NewFinding(step);
       f.tensor = name;
       f.value = init != 0 ? drop_from_init / std::fabs(init) * 100.0 : drop_from_init;
@@ -401,8 +429,12 @@ class LossNotDecreasing : public BuiltinRule {
                       " against " + Num(init) + " at the start, after " +
                       std::to_string(s.windows) +
                       " windows: it has not dropped 10% (not even within 2 standard errors of the "
-                      "batch noise) and shows no downward trend (Mann-Kendall z " +
-                      Num(z) + "): the model is not learning";
+                      "batch noise) and " +
+                      (slow_trend ? "its downward trend (Mann-Kendall z " + Num(z) + ", " +
+                                        Num(-slope) + " a saved step) would not get it there in " +
+                                        std::to_string(s.seen) + " saved steps more"
+                                  : "shows no downward trend (Mann-Kendall z " + Num(z) + ")") +
+                      ": the model is not learning";
       f.recommendation =
           "check that the optimizer holds the model's parameters and that zero_grad(), "
           "backward() and step() are all called in that order, that no layer is frozen by "

@@ -1,8 +1,9 @@
 // Overfit (docs/rules/Overfit.md): after each evaluation pass, r = (mean validation loss - mean
 // training loss of the training phase before it) / mean training loss. condition=ratio
 // (SageMaker's): r > ratio_threshold for `patience` passes in a row. condition=stall (the
-// default): the same, and the validation loss has stopped improving over the last kStallPasses
-// passes while the training loss still fell: the gap grows because only training improves.
+// default): the same, and over the last kStallPasses passes the training loss kept falling while
+// the validation loss did not follow: it stopped improving while training fell by a quarter
+// (memorising), or it rose while training fell: the gap grows because only training improves.
 #include <deque>
 #include <map>
 
@@ -99,11 +100,17 @@ class Overfit : public BuiltinRule {
 
  private:
   static constexpr size_t kMaxSeries = 64;
-  // condition=stall: the validation loss "stopped improving" when it is not kMinValGain below
-  // its value kStallPasses passes before, while the training loss fell by kMinTrainGain or more
-  // over the same passes.
+  // condition=stall, over the last kStallPasses passes: the validation loss "stopped improving"
+  // when it is not kMinValGain below its value kStallPasses passes before, while the training
+  // loss fell by kMemoriseTrainGain or more; or the validation loss rose by kMinValRise or more
+  // while the training loss fell by kMinTrainGain or more. A model at its noise floor (a noisy
+  // regression: validation flat within 1 %, training creeping down 14 % over two passes, tests/
+  // training's healthy_huber_leaky_adagrad) is neither; memorising a tiny training set (training
+  // halving every pass) or drifting away (validation up 5 %) is.
   static constexpr size_t kStallPasses = 2;
   static constexpr double kMinValGain = 0.01;
+  static constexpr double kMemoriseTrainGain = 0.25;
+  static constexpr double kMinValRise = 0.05;
   static constexpr double kMinTrainGain = 0.1;
   struct Pass {
     double train;
@@ -130,8 +137,10 @@ class Overfit : public BuiltinRule {
       bool stalled = !stall_;
       if (stall_ && s.passes.size() == kStallPasses + 1) {
         const Pass& before = s.passes.front();
-        stalled =
-            val > before.val * (1 - kMinValGain) && train < before.train * (1 - kMinTrainGain);
+        const bool flat_val = val > before.val * (1 - kMinValGain);
+        const bool rising_val = val > before.val * (1 + kMinValRise);
+        stalled = (flat_val && train < before.train * (1 - kMemoriseTrainGain)) ||
+                  (rising_val && train < before.train * (1 - kMinTrainGain));
         if (stalled) {
           stall_note = "; over the last " + std::to_string(kStallPasses + 1) +
                        " evaluation passes the validation loss went " + Num(before.val) + " -> " +

@@ -1,8 +1,11 @@
-// Overtraining (docs/rules/Overtraining.md): the training loss (mean over windows of 10 saved
-// steps) made no new best by more than delta (relative) for patience_train windows, or the
-// validation loss (mean per evaluation pass) none for patience_validation passes. A training
-// plateau is not reported while the latest evaluation pass of the same loss made a new best, nor
-// while another training loss series (a GAN's other loss) is not stalled too.
+// Overtraining (docs/rules/Overtraining.md): the validation loss (mean per evaluation pass) made
+// no new best by more than delta (relative) for patience_validation passes: more training no
+// longer helps the model on new data. The training loss (mean over windows of 10 saved steps)
+// making no new best for patience_train windows is, by default (condition=validation), a
+// converged training: not an issue, said in the rule's status ("converged ..., consider
+// stopping"). condition=any (SageMaker's) reports that plateau as a finding too; it is not
+// reported while the latest evaluation pass of the same loss made a new best, nor while another
+// training loss series (a GAN's other loss) is not stalled too.
 #include <map>
 #include <set>
 
@@ -23,13 +26,18 @@ class Overtraining : public BuiltinRule {
             {"patience_validation", ParamType::kInt, "10",
              "evaluation passes without a new best validation loss"},
             {"delta", ParamType::kDouble, "0.01",
-             "relative improvement over the best loss that counts as a new best"}};
+             "relative improvement over the best loss that counts as a new best"},
+            {"condition", ParamType::kString, "validation",
+             "validation: only the validation loss's plateau is an issue (a training loss that "
+             "stops improving has converged: said in the status); any: SageMaker's, either "
+             "loss's plateau is a finding"}};
   }
 
   explicit Overtraining(ParsedParams p) : BuiltinRule(kName, std::move(p)) {
     patience_train_ = params().Int("patience_train");
     patience_val_ = params().Int("patience_validation");
     delta_ = params().Double("delta");
+    train_findings_ = params().String("condition") == "any";
     selection_ = LossSelection();
   }
 
@@ -40,6 +48,11 @@ class Overtraining : public BuiltinRule {
           "must be >= 1");
     }
     if (delta_ < 0) return Status::InvalidArgument("Overtraining: delta must be >= 0");
+    const std::string c = params().String("condition");
+    if (c != "validation" && c != "any") {
+      return Status::InvalidArgument("Overtraining: condition '" + c +
+                                     "' is not one of validation, any");
+    }
     return Status::OK();
   }
 
@@ -72,9 +85,26 @@ class Overtraining : public BuiltinRule {
     std::set<std::string> stalled;
     for (const auto& f : train_v.findings) stalled.insert(f.tensor);
     if (series_.size() == 1 || stalled.size() == series_.size()) {
-      for (auto& f : train_v.findings) v.Add(std::move(f));
+      for (auto& f : train_v.findings) {
+        if (train_findings_) {
+          v.Add(std::move(f));
+        } else if (converged_.size() < kMaxSeries) {
+          converged_.try_emplace(f.tensor, Converged{f.step, f.explanation});
+        }
+      }
     }
     return v;
+  }
+
+  // condition=validation: the training losses that stopped improving (converged), informational.
+  std::string StatusNote() const override {
+    std::string out;
+    for (const auto& [name, c] : converged_) {
+      if (!out.empty()) out += "; ";
+      out += "converged at step " + std::to_string(c.step) + ": " + c.text +
+             " (not an issue; consider stopping or decaying the learning rate)";
+    }
+    return out;
   }
 
   Result<Verdict> Finish(int64_t last_step) override {
@@ -90,6 +120,7 @@ class Overtraining : public BuiltinRule {
   size_t StateBytes() const override {
     size_t b = 0;
     for (const auto& [name, s] : series_) b += name.capacity() + sizeof(Pair) + 48;
+    for (const auto& [name, c] : converged_) b += name.capacity() + c.text.capacity() + 64;
     return b;
   }
 
@@ -105,6 +136,10 @@ class Overtraining : public BuiltinRule {
   };
   struct Pair {
     Track train, val;
+  };
+  struct Converged {
+    int64_t step;
+    std::string text;
   };
 
   void Observe(const std::string& name, Pair& p, bool train, int64_t step, Verdict* v) {
@@ -135,8 +170,9 @@ class Overtraining : public BuiltinRule {
       f.condition = "no new best training loss for patience_train windows of 10 steps";
       f.explanation = "the training " + name + " (mean per 10 steps, now " + Num(mean) +
                       ") has not improved on its best " + Num(t.best) + " by more than " +
-                      Percent(delta_) + " for " + std::to_string(t.since_best) +
-                      " windows: more training is not helping";
+                      Percent(delta_) + " for " + std::to_string(t.since_best) + " windows";
+      // condition=validation keeps this text for the status (converged); a finding says more.
+      if (train_findings_) f.explanation += ": more training is not helping";
       f.recommendation =
           "training has plateaued: stop it here (attach a stop action), or decay the learning "
           "rate (e.g. ReduceLROnPlateau) if the loss is still too high";
@@ -157,8 +193,10 @@ class Overtraining : public BuiltinRule {
   int64_t patience_train_;
   int64_t patience_val_;
   double delta_;
+  bool train_findings_;  // condition=any
   TensorSelection selection_;
   std::map<std::string, Pair> series_;
+  std::map<std::string, Converged> converged_;  // condition=validation: first plateau per loss
 };
 
 }  // namespace

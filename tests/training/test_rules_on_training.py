@@ -20,8 +20,9 @@ Two ways of running a program:
 - `trainscope run` (programs marked via_run, whose rule needs the runner's clock; every
   single-trial program with TRAINSCOPE_TRAINING_VIA_RUN=all): the command writes the hook
   configuration the rules need (the program reads it with Hook.create_from_json_file) and runs
-  one rule worker per rule beside the training. Needs the `trainscope` executable
-  ($TRAINSCOPE_BIN, build/bin/trainscope or PATH).
+  one rule worker per rule beside the training, with `--action stop` on healthy programs (a
+  false alarm would stop them). Needs the `trainscope` executable ($TRAINSCOPE_BIN,
+  build/bin/trainscope or PATH).
 
 TRAINSCOPE_TRAINING_ONLY=a.py,b.py runs only the programs named.
 
@@ -214,6 +215,7 @@ class ProgramRun:
         self.trial = os.path.normpath(os.path.join(self.out_dir, entry["trial"]))
         self.results = {}
         self.returncode = None
+        self.stop_request = None
         self.output = ""
         self.wall_s = None
 
@@ -279,9 +281,12 @@ class CliRun(ProgramRun):
         with open(config, "w") as f:
             json.dump(rules, f)
         t0 = time.monotonic()
+        # A healthy program runs with the stop action on every rule, as a cautious user would
+        # attach it: a false alarm would stop it (test_healthy_run_never_stopped_...).
+        stop = ["--action", "stop"] if self.entry["healthy"] else []
         proc = subprocess.Popen(
             [trainscope_bin(), "run", "--rules", "none", "--rules-config", config, "--no-system",
-             "--json", "-o", self.out_dir, "--", sys.executable,
+             *stop, "--json", "-o", self.out_dir, "--", sys.executable,
              os.path.join(PROGRAMS, self.entry["program"]), "--out", self.out_dir]
             + self.entry["args"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_program_env(), cwd=parent)
@@ -301,6 +306,7 @@ class CliRun(ProgramRun):
         # `trainscope run` exits with a code saying what the rules found; the training's own is
         # in the summary.
         self.returncode = summary.get("training_exit_code")
+        self.stop_request = summary.get("stop_request")
         self.output = stderr[-5000:]
         for st in summary.get("rules", []):
             res = RuleResult(st["rule"])
@@ -474,3 +480,13 @@ _RUN_HEALTHY = [(p, rule) for p in RUN_PROGRAMS if ENTRIES[p]["healthy"]
 def test_rule_silent_on_healthy_run_under_trainscope_run(cli_runs, program, rule, request):
     _mark_known(request, program, rule)
     _check_silent(cli_runs[program], rule)
+
+
+@pytest.mark.parametrize("program", [p for p in RUN_PROGRAMS if ENTRIES[p]["healthy"]])
+def test_healthy_run_never_stopped_under_trainscope_run(cli_runs, program):
+    """`--action stop` on every rule never stops a healthy training."""
+    r = cli_runs[program]
+    assert r.stop_request is None, (
+        f"trainscope run --action stop stopped the healthy {program}: {r.stop_request}")
+    _check_ran(r)
+
