@@ -147,11 +147,17 @@ class CheckInputImages : public BuiltinRule {
   }
 
   std::vector<CollectionRequest> RequiredCollections() const override {
+    // Every 10th step, and every step of the first kDenseSteps: the first judgement comes after
+    // threshold_samples images, and a short run saving every 10th batch of 64 never got there (40
+    // steps: 256 images). Unnormalised inputs are best caught before the run is spent.
     CollectionRequest r;
     r.name = "input_image";
     r.include_regex = {params().String("regex")};
     r.save_interval = 10;
-    return {r};
+    CollectionRequest first = r;
+    first.save_interval = 1;
+    first.end_step = kDenseSteps;
+    return {r, first};
   }
 
   size_t StateBytes() const override {
@@ -166,6 +172,7 @@ class CheckInputImages : public BuiltinRule {
     std::vector<int64_t> count;
     int64_t samples = 0;
   };
+  static constexpr int64_t kDenseSteps = 8;  // steps at the start whose inputs are all saved
   double threshold_mean_;
   int64_t threshold_samples_;
   int64_t channel_;
