@@ -97,10 +97,18 @@ std::string FormatRuleSpec(const RuleSpec& spec) {
 }
 
 std::vector<std::string> DefaultRuleNames() {
+  // Every debugging rule that runs on what the hook saves with no input from the user (not
+  // AllZero, TensorVariance: which tensors; ClassImbalance, Confusion: labels the script must
+  // save; SimilarAcrossRuns: another trial), each quiet on the 30 healthy programs of
+  // tests/training under `trainscope run --rules all` (docs/rules/README.md).
   return {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
-          "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization",
-          // Profiler rules: cheap, and quiet on healthy runs (docs/rules/README.md).
-          "LowGPUUtilization", "GPUMemoryIncrease", "MaxInitializationTime", "HostMemoryGrowth"};
+          "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization", "UnchangedTensor",
+          "Overfit", "Overtraining", "CheckInputImages", "NLPSequenceRatio", "StalledTrainingRule",
+          // Profiler rules that judge the machine's use, not a configuration choice (not
+          // StepOutlier, Dataloader, BatchSize), and ProfilerReport's two summaries.
+          "LowGPUUtilization", "GPUMemoryIncrease", "MaxInitializationTime", "HostMemoryGrowth",
+          "CPUBottleneck", "IOBottleneck", "LoadBalancing", "OverallSystemUsage",
+          "OverallFrameworkMetrics"};
 }
 
 }  // namespace trainscope::cli

@@ -1,6 +1,9 @@
 // NLPSequenceRatio (docs/rules/NLPSequenceRatio.md): a token value (padding, unknown) makes up
-// more than its threshold percentage of the input sequences seen so far.
+// more than its threshold percentage of the input sequences seen so far. An id tensor with
+// fewer than kMinDistinct distinct values is not a token sequence (BERT's token_type_ids, all 0
+// for single sentences; segment ids; masks) and is not judged.
 #include <map>
+#include <set>
 
 #include "rules/builtin.h"
 
@@ -16,6 +19,8 @@ class NLPSequenceRatio : public BuiltinRule {
   static constexpr const char* kName = "NLPSequenceRatio";
   // Elements to see before the first check (a single odd batch is not a data set).
   static constexpr int64_t kMinTokens = 100;
+  // Distinct ids before an id tensor counts as token sequences (a vocabulary, not a flag).
+  static constexpr size_t kMinDistinct = 8;
 
   static std::vector<ParamSpec> Specs() {
     return {TensorRegexSpec(kDefaultRegex),
@@ -62,9 +67,10 @@ class NLPSequenceRatio : public BuiltinRule {
         for (size_t k = 0; k < tokens_.size(); ++k) {
           if (x == tokens_[k]) ++a.counts[k];
         }
+        if (a.distinct.size() < kMinDistinct) a.distinct.insert(x);
       });
       a.total += t->num_elements();
-      if (a.total < kMinTokens) continue;
+      if (a.total < kMinTokens || a.distinct.size() < kMinDistinct) continue;
       for (size_t k = 0; k < tokens_.size(); ++k) {
         const double pct = 100.0 * static_cast<double>(a.counts[k]) / static_cast<double>(a.total);
         if (pct <= thresholds_[k] || a.reported[k]) continue;
@@ -98,7 +104,8 @@ class NLPSequenceRatio : public BuiltinRule {
 
   size_t StateBytes() const override {
     size_t b = 0;
-    for (const auto& [name, a] : acc_) b += name.capacity() + a.counts.capacity() * 9 + 64;
+    for (const auto& [name, a] : acc_)
+      b += name.capacity() + a.counts.capacity() * 9 + a.distinct.size() * 40 + 64;
     return b;
   }
 
@@ -107,6 +114,7 @@ class NLPSequenceRatio : public BuiltinRule {
     std::vector<int64_t> counts;
     std::vector<bool> reported;
     int64_t total = 0;
+    std::set<double> distinct;  // up to kMinDistinct ids seen
   };
   std::vector<double> tokens_, thresholds_;
   TensorSelection selection_;

@@ -50,6 +50,16 @@ class UnchangedTensor : public BuiltinRule {
     const Mode mode = data().StepMode(step).first;
     if (mode == Mode::kEval || mode == Mode::kPredict) return v;
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
+    // Told nothing, the rule judges what the run saves except module inputs: a model's input may
+    // be constant by design (position ids, attention masks, BERT's token_type_ids, a fixed noise
+    // vector), where an unchanged weight or output is a training that does not train.
+    if (selection_.empty()) {
+      std::erase_if(names, [](const std::string& n) {
+        const size_t module = tensor_names::ModuleOf(n).size();
+        return module > 0 &&
+               std::string_view(n).substr(module).starts_with(tensor_names::kInputInfix);
+      });
+    }
     // Frozen parameters (requires_grad False: the trial holds gradients, none for them) are
     // meant not to change.
     auto grads = data().Select(gradients_, step);
