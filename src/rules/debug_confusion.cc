@@ -299,7 +299,9 @@ class Confusion : public BuiltinRule {
 }  // namespace
 
 BuiltinDef ConfusionDef() {
-  return MakeDef<Confusion>("the confusion matrix shows a class predicted poorly");
+  return MakeDef<Confusion>(
+      "a class is predicted as one other class more often than as itself (label mapping, "
+      "unshuffled data)");
 }
 
 }  // namespace trainscope::rules_internal

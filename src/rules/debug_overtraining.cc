@@ -203,7 +203,8 @@ class Overtraining : public BuiltinRule {
 
 BuiltinDef OvertrainingDef() {
   return MakeDef<Overtraining>(
-      "the training or validation loss stopped reaching new bests (train longer is useless)");
+      "the validation loss stopped reaching new bests: training longer does not help (a "
+      "converged training loss is said in the status)");
 }
 
 }  // namespace trainscope::rules_internal
