@@ -8,11 +8,12 @@
 #                                   clang-tidy with .clang-tidy (Google naming, bugprone,
 #                                   performance; warnings are errors) over the C++ sources of
 #                                   src/ (or the FILEs given), compiled as build/ compiles them
-#                                   (build/compile_commands.json). --libraries: the library
-#                                   modules only (not cli/, torch/), the suite's scope, to fit
-#                                   CI: all of src/ (132 files) took 12.9 CPU-minutes here (about
-#                                   6.5 minutes on 2 cores), the libraries (118 files) 8.9 (6m20s
-#                                   of wall on this shared 2-core machine).
+#                                   (build/compile_commands.json); all of src/ is the suite's
+#                                   scope. --libraries: the library modules only (not cli/,
+#                                   torch/). CPU time here: the libraries (118 files) 8.9
+#                                   minutes, cli/ and torch/ (14 files) 3.4 more (torch_hook.cc
+#                                   alone 0.5), so all of src/ about 12.3, some 6 minutes on 2
+#                                   idle cores. src/torch/.clang-tidy says what differs there.
 #   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
 #                                   given; with none, over every tracked C/C++ file (the suite:
 #                                   a clean clone has nothing "changed", so only the whole tree

@@ -202,7 +202,7 @@ Status ActionSet::Build(const ActionSpec& spec) {
 }
 
 void ActionSet::Add(std::unique_ptr<Action> action, TriggerPolicy policy) {
-  entries_.push_back(Entry{std::move(action), policy, {}});
+  entries_.push_back(Entry{std::move(action), policy});
 }
 
 Status ActionSet::Dispatch(const RuleFinding& input) {
@@ -217,18 +217,19 @@ Status ActionSet::Dispatch(const RuleFinding& input) {
   }
   if (context_.metrics != nullptr) context_.metrics->RecordFinding(finding);
   const bool is_status = finding.kind == FindingKind::kStatusChange;
-  for (Entry& e : entries_) {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = entries_[i];
     if (is_status && !e.policy.status_changes) continue;
     if (e.policy.min_interval_s > 0 && !is_status) {
       const int64_t interval = static_cast<int64_t>(e.policy.min_interval_s * 1e6);
       bool suppress = false;
       {
         MutexLock lock(&mu_);
-        auto it = e.last_fired.find(finding.rule);
-        if (it != e.last_fired.end() && finding.time_micros - it->second < interval) {
+        auto [it, first_time] = last_fired_.try_emplace({i, finding.rule}, finding.time_micros);
+        if (!first_time && finding.time_micros - it->second < interval) {
           suppress = true;
         } else {
-          e.last_fired[finding.rule] = finding.time_micros;
+          it->second = finding.time_micros;
         }
       }
       if (suppress) {
@@ -266,6 +267,8 @@ void ActionSet::Close(std::chrono::milliseconds timeout) {
   if (entries_.empty()) return;
   Flush(timeout);
   entries_.clear();
+  MutexLock lock(&mu_);
+  last_fired_.clear();
 }
 
 std::vector<std::string> ActionSet::Describe() const {

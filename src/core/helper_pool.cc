@@ -18,9 +18,6 @@ struct Job {
   const std::function<void(size_t)>* fn = nullptr;
   size_t n = 0;
   std::atomic<size_t> next{0};
-  // Helpers inside this job. Guarded by Impl::mu (not annotated: a Job cannot name the mutex of
-  // the Impl that runs it).
-  int active = 0;
 };
 
 void Claim(Job* j) {
@@ -46,9 +43,12 @@ struct HelperPool::Impl {
   int threads = 1;
   pid_t pid = 0;  // the process that owns the helpers
   Mutex run_mu;   // one job at a time
-  Mutex mu;       // guards the fields below and Job::active
+  Mutex mu;       // guards the fields below
   CondVar work_cv, done_cv;
   Job* job TS_GUARDED_BY(mu) = nullptr;
+  // Helpers inside the job being run (one job at a time: run_mu), whether or not `job` still
+  // points to it.
+  int active TS_GUARDED_BY(mu) = 0;
   uint64_t generation TS_GUARDED_BY(mu) = 0;
   bool started TS_GUARDED_BY(mu) = false;
   std::vector<std::thread> helpers TS_GUARDED_BY(mu);
@@ -60,11 +60,11 @@ struct HelperPool::Impl {
       while (job == nullptr || generation == seen) work_cv.Wait(&mu);
       seen = generation;
       Job* j = job;
-      ++j->active;
+      ++active;
       mu.Unlock();
       Claim(j);
       mu.Lock();
-      if (--j->active == 0) done_cv.SignalAll();
+      if (--active == 0) done_cv.SignalAll();
     }
   }
 };
@@ -107,7 +107,7 @@ void HelperPool::Run(size_t n, const std::function<void(size_t)>& fn) {
   {
     MutexLock l(&d.mu);
     d.job = nullptr;  // no helper joins from now on; wait for those inside
-    while (j.active != 0) d.done_cv.Wait(&d.mu);
+    while (d.active != 0) d.done_cv.Wait(&d.mu);
   }
   d.run_mu.Unlock();
 }

@@ -69,7 +69,8 @@ struct TimelineWriter::Pending {
   TimelineArgs args;
 };
 
-// The file being written and the writer-wide state the flushing side owns. Guarded by file_mu_.
+// The file being written and the writer-wide state the flushing side owns. Guarded by file_mu_
+// (TimelineWriter::file_ is TS_PT_GUARDED_BY it, so the analysis checks each use).
 class TimelineWriter::FileState {
  public:
   std::unique_ptr<WritableFile> file;

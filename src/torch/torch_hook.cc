@@ -8,13 +8,13 @@
 #include <atomic>
 #include <exception>
 #include <limits>
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "trainscope/tensor_names.h"
+#include "trainscope/thread_annotations.h"
 
 namespace trainscope {
 namespace {
@@ -198,31 +198,32 @@ class TorchHook::Impl {
  public:
   explicit Impl(std::unique_ptr<Hook> h) : hook(std::move(h)) {}
 
-  std::mutex mu;  // guards everything below and every call into `hook`
-  std::unique_ptr<Hook> hook;
+  Mutex mu;  // guards everything below (but `saving`) and every call into `hook`
+  const std::unique_ptr<Hook> hook TS_PT_GUARDED_BY(mu);
   // Mirrors hook->is_saving_step() for gradient hooks, which test it before taking the lock.
   std::atomic<bool> saving{false};
-  bool closed = false;
+  bool closed TS_GUARDED_BY(mu) = false;
 
   struct Param {
     std::string name;
     at::Tensor tensor;
   };
-  std::vector<Param> params;
-  std::vector<std::string> gradient_names;
+  std::vector<Param> params TS_GUARDED_BY(mu);
+  std::vector<std::string> gradient_names TS_GUARDED_BY(mu);
   struct GradientHook {
     at::Tensor tensor;
     unsigned handle;
   };
-  std::vector<GradientHook> gradient_hooks;
-  std::unordered_set<const ::torch::nn::Module*> modules;
-  std::unordered_set<const c10::TensorImpl*> param_impls;
-  std::unordered_map<std::string, int64_t> output_counts;  // name -> next output index, per step
+  std::vector<GradientHook> gradient_hooks TS_GUARDED_BY(mu);
+  std::unordered_set<const ::torch::nn::Module*> modules TS_GUARDED_BY(mu);
+  std::unordered_set<const c10::TensorImpl*> param_impls TS_GUARDED_BY(mu);
+  // name -> next output index, per step
+  std::unordered_map<std::string, int64_t> output_counts TS_GUARDED_BY(mu);
 
   // Saves `value` under `name` as the plan says. `fresh`: nobody writes into the tensor's bytes
   // after this call (a gradient autograd handed over, a copy made here), so the writer may
-  // borrow them. REQUIRES: mu held.
-  Status Save(std::string_view name, const at::Tensor& value, bool fresh) {
+  // borrow them.
+  Status Save(std::string_view name, const at::Tensor& value, bool fresh) TS_REQUIRES(mu) {
     if (closed || !hook->is_saving_step() || !value.defined()) return Status::OK();
     if (!hook->Plan(name).save) return Status::OK();  // no conversion for what is not saved
     at::Tensor t;
@@ -262,28 +263,28 @@ class TorchHook::Impl {
     return hook->SaveTensor(name, *view);  // the writer copies before returning
   }
 
-  // "<name>_output_<i>": the next index of `name` in this step. REQUIRES: mu held.
-  std::string NextOutputName(std::string_view name) {
+  // "<name>_output_<i>": the next index of `name` in this step.
+  std::string NextOutputName(std::string_view name) TS_REQUIRES(mu) {
     int64_t& next = output_counts[std::string(name)];
     return tensor_names::OutputName(name, next++);
   }
 
-  void OnGradient(const std::string& name, const at::Tensor& grad) {
+  void OnGradient(const std::string& name, const at::Tensor& grad) TS_EXCLUDES(mu) {
     if (!saving.load(std::memory_order_acquire)) return;
     try {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       (void)Save(name, grad, /*fresh=*/true);  // reported by the hook; never into autograd
     } catch (const std::exception& e) {        // never into autograd
       try {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(&mu);
         (void)hook->ReportError(TorchError("saving a gradient", e), name);  // recorded (fail open)
       } catch (...) {
       }
     }
   }
 
-  // Removes the gradient hooks. REQUIRES: mu held.
-  void RemoveGradientHooks() {
+  // Removes the gradient hooks.
+  void RemoveGradientHooks() TS_REQUIRES(mu) {
     for (auto& g : gradient_hooks) {
       try {
         g.tensor.remove_hook(g.handle);
@@ -294,7 +295,7 @@ class TorchHook::Impl {
     gradient_hooks.clear();
   }
 
-  Status CloseLocked() {
+  Status CloseLocked() TS_REQUIRES(mu) {
     if (closed) return hook->first_error();
     saving.store(false, std::memory_order_release);
     closed = true;
@@ -317,11 +318,13 @@ TorchHook::TorchHook(std::unique_ptr<Hook> hook) : impl_(std::make_shared<Impl>(
 
 TorchHook::~TorchHook() { (void)Close(); }  // reported on stderr; owners Close() first to see it
 
-Hook& TorchHook::hook() { return *impl_->hook; }
+// Unlocked by contract (torch_hook.h): calls made on the wrapped hook are the caller's to order
+// with the steps, so the analysis is not asked to see `mu` here.
+Hook& TorchHook::hook() TS_NO_THREAD_SAFETY_ANALYSIS { return *impl_->hook; }
 
 Status TorchHook::RegisterModule(const ::torch::nn::Module& module, std::string name) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed) {
     return Status::InvalidArgument("the hook is closed: register modules before Close()");
   }
@@ -366,28 +369,28 @@ Status TorchHook::RegisterModule(const ::torch::nn::Module& module, std::string 
 }
 
 void TorchHook::SetMode(Mode m) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->hook->SetMode(m);
 }
 
 Mode TorchHook::mode() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->mode();
 }
 
 int64_t TorchHook::step() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->step();
 }
 
 int64_t TorchHook::mode_step() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->mode_step();
 }
 
 bool TorchHook::Step() {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed) return false;
   d.output_counts.clear();
   const bool saving = d.hook->Step();
@@ -405,19 +408,19 @@ bool TorchHook::Step() {
 
 void TorchHook::EndStep() {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   d.saving.store(false, std::memory_order_release);
   d.hook->EndStep();
 }
 
 bool TorchHook::is_saving_step() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return !impl_->closed && impl_->hook->is_saving_step();
 }
 
 Status TorchHook::SaveLoss(const at::Tensor& loss, std::string_view name) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed || !d.hook->is_saving_step()) return Status::OK();
   const std::string full = d.NextOutputName(name);
   auto losses = d.hook->collections().GetOrCreate(collection_keys::kLosses);
@@ -433,27 +436,27 @@ Status TorchHook::SaveLoss(const at::Tensor& loss, std::string_view name) {
 
 Status TorchHook::RecordTensorValue(std::string_view name, const at::Tensor& value) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed || !d.hook->is_saving_step()) return Status::OK();
   return d.Save(d.NextOutputName(name), value, /*fresh=*/false);
 }
 
 Status TorchHook::SaveTensor(std::string_view name, const at::Tensor& value) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   return d.Save(name, value, /*fresh=*/false);
 }
 
 Status TorchHook::SaveScalar(std::string_view name, double value) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed) return Status::OK();
   return d.hook->SaveScalar(name, value);
 }
 
 Status TorchHook::SaveScalar(std::string_view name, const at::Tensor& value) {
   Impl& d = *impl_;
-  std::lock_guard<std::mutex> lock(d.mu);
+  MutexLock lock(&d.mu);
   if (d.closed) return Status::OK();
   const std::string full = tensor_names::ScalarName(name);
   double v = 0;
@@ -473,32 +476,32 @@ Status TorchHook::SaveScalar(std::string_view name, const at::Tensor& value) {
 }
 
 Status TorchHook::Flush() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->Flush();
 }
 
 Status TorchHook::Close() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->CloseLocked();
 }
 
 bool TorchHook::StopRequested() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->StopRequested();
 }
 
 StopRequest TorchHook::stop_reason() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->stop_reason();
 }
 
 HookStats TorchHook::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->hook->stats();
 }
 
 std::vector<std::string> TorchHook::parameter_names() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   std::vector<std::string> out;
   out.reserve(impl_->params.size());
   for (const auto& p : impl_->params) out.push_back(p.name);
@@ -506,7 +509,7 @@ std::vector<std::string> TorchHook::parameter_names() const {
 }
 
 std::vector<std::string> TorchHook::gradient_names() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->gradient_names;
 }
 

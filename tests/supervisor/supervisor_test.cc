@@ -130,6 +130,9 @@ TEST(SuperviseTest, AWorkerThatHangsPastItsTimeoutIsKilled) {
   o.workers["hangs"] = Shell("trap '' TERM; sleep 60; exit 0");
   // Ends on SIGTERM, within the grace: it is not reported as killed.
   o.workers["slow"] = Shell("exec sleep 60");
+  // A grace that a loaded machine meets (under TSan with the load at 19 on 2 cores, 300 ms once
+  // was not enough to see the SIGTERM'd worker end, and it was killed too).
+  o.worker_kill_grace = 2s;
   std::vector<std::string> killed;
   std::vector<std::string> ended;
   SuperviseEvents ev;

@@ -97,15 +97,16 @@ class ActionSet {
   struct Entry {
     std::unique_ptr<Action> action;
     TriggerPolicy policy;
-    std::map<std::string, int64_t, std::less<>> last_fired;  // rule -> micros; guarded by mu_
   };
   explicit ActionSet(ActionContext context);
   Status Build(const ActionSpec& spec);
 
   ActionContext context_;
   std::vector<Entry> entries_;
-  // Guards Entry::last_fired (not annotated: a lock of ActionSet cannot guard a field of Entry).
   Mutex mu_;
+  // (index in entries_, rule) -> micros of the last finding handed to that action, for
+  // TriggerPolicy::min_interval_s.
+  std::map<std::pair<size_t, std::string>, int64_t> last_fired_ TS_GUARDED_BY(mu_);
 };
 
 }  // namespace trainscope

@@ -128,7 +128,7 @@ class TimelineWriter {
   bool closed_ TS_GUARDED_BY(buf_mu_) = false;
 
   mutable Mutex file_mu_;  // serialises Flush/Close
-  std::unique_ptr<FileState> file_ TS_GUARDED_BY(file_mu_);
+  std::unique_ptr<FileState> file_ TS_GUARDED_BY(file_mu_) TS_PT_GUARDED_BY(file_mu_);
 
   Mutex run_mu_;
   CondVar cv_;
