@@ -120,6 +120,16 @@ void Collection::set_save_histogram(bool v) {
   ++version_;
 }
 
+Status Collection::set_min_save_period_ms(int64_t ms) {
+  if (ms < 0) {
+    return Status::InvalidArgument("collection '" + name_ + "': min_save_period_ms is " +
+                                   std::to_string(ms) + "; it must be >= 0 (0: off)");
+  }
+  min_save_period_ms_ = ms;
+  ++version_;
+  return Status::OK();
+}
+
 bool Collection::Matches(std::string_view tensor) const {
   if (!tensor_names_.empty() && tensor_names_.count(std::string(tensor)) > 0) return true;
   for (const auto& re : compiled_->list) {

@@ -61,6 +61,32 @@ class Hook::Impl {
   bool stop_requested = false;
   StopRequest stop_reason;  // empty until stop_requested
 
+  // Step times (planner.h, "Short steps"), measured only when a collection asks for it: the
+  // start of the step in progress and its mode; per mode the last kStepSamples durations.
+  static constexpr size_t kStepSamples = 32;
+  uint64_t step_start_us = 0;
+  Mode step_start_mode = Mode::kGlobal;
+  std::array<std::array<int64_t, kStepSamples>, 4> step_samples{};
+  std::array<size_t, 4> step_sample_count{};
+
+  // At a step boundary: the step that ends took now - step_start_us; every kStepSamples steps
+  // of a mode the planner gets their median.
+  void MeasureStep() {
+    const uint64_t now = env->NowMicros();
+    if (step_start_us != 0 && now > step_start_us && step >= 0) {
+      const size_t m = static_cast<size_t>(step_start_mode) - 1;
+      size_t& n = step_sample_count[m];
+      step_samples[m][n % kStepSamples] = static_cast<int64_t>(now - step_start_us);
+      if (++n % kStepSamples == 0) {
+        auto v = step_samples[m];
+        std::nth_element(v.begin(), v.begin() + kStepSamples / 2, v.end());
+        planner.SetStepMicros(step_start_mode, v[kStepSamples / 2]);
+      }
+    }
+    step_start_us = now;
+    step_start_mode = mode;
+  }
+
   HookStats stats;
   int64_t steps_ended = 0;  // steps handed to the writer
   Status first_error;
@@ -351,6 +377,7 @@ bool Hook::Step() {
     }
   }
   if (d.prepared) d.WarnSkipped();
+  if (d.prepared && d.planner.stretches()) d.MeasureStep();
   ++d.step;
   ++d.mode_steps[static_cast<size_t>(d.mode) - 1];
   if (d.mode != Mode::kGlobal) d.mode_steps[static_cast<size_t>(Mode::kGlobal) - 1] = d.step;

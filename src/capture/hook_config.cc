@@ -386,10 +386,10 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
         params = *p;
       }
       const std::string cw = src + ": collection '" + name + "'";
-      WarnUnknownKeys(
-          cw, params,
-          {"include_regex", "save_histogram", "reductions", "save_raw_tensor", "save_shape"},
-          &c.warnings);
+      WarnUnknownKeys(cw, params,
+                      {"include_regex", "save_histogram", "reductions", "save_raw_tensor",
+                       "save_shape", "min_save_period_ms"},
+                      &c.warnings);
       auto coll = c.collections.GetOrCreate(name);
       TS_ASSIGN_OR_RETURN(auto coll_modes, ParseModeParams(cw, params));
       std::array<PartialSaveMode, 4> merged = hook_modes;
@@ -406,6 +406,10 @@ Result<HookConfig> ParseHookConfigJson(std::string_view text, std::string_view s
       if (auto h = params.find("save_histogram"); h != params.end()) {
         TS_ASSIGN_OR_RETURN(bool sh, ParseBool(cw + ".save_histogram", *h));
         coll->set_save_histogram(sh);
+      }
+      if (auto m = params.find("min_save_period_ms"); m != params.end() && !IsNullish(*m)) {
+        TS_ASSIGN_OR_RETURN(int64_t ms, ParseInt(cw + ".min_save_period_ms", *m));
+        TS_RETURN_IF_ERROR(coll->set_min_save_period_ms(ms).WithContext(src));
       }
       // A collection without include_regex may still be defined by the script after the hook is
       // made (smdebug's pattern); the hook judges it at the first step and skips it, with a

@@ -110,8 +110,37 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
                                    "collection may have several include_regex)");
   }
   saved_ = std::move(saved);
+  stretches_ = std::any_of(saved_.begin(), saved_.end(),
+                           [](const auto& c) { return c->min_save_period_ms() > 0; });
   cache_.clear();
   return Status::OK();
+}
+
+int64_t StretchedInterval(int64_t interval, int64_t step_us, int64_t period_us) {
+  interval = std::max<int64_t>(interval, 1);
+  if (step_us <= 0 || period_us <= 0 || interval > (int64_t{1} << 40)) return interval;
+  static constexpr int64_t kMantissas[] = {1, 2, 5};
+  for (int64_t scale = 1; scale <= 100000; scale *= 10) {
+    for (int64_t m : kMantissas) {
+      const int64_t s = m * scale;
+      // interval x s x step_us >= period_us, without overflow
+      if (interval * s >= (period_us + step_us - 1) / step_us) return interval * s;
+    }
+  }
+  return interval * 1000000;
+}
+
+bool Planner::KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) const {
+  const int64_t period_ms = c.min_save_period_ms();
+  if (period_ms <= 0 || mode_step < kThinFromStep) return true;
+  const int64_t step_us = step_micros(mode);
+  if (step_us <= 0) return true;
+  const auto& m = c.save_config()->mode(mode);  // set: the collection is due at this step
+  if (!m) return true;
+  if (std::find(m->save_steps.begin(), m->save_steps.end(), mode_step) != m->save_steps.end()) {
+    return true;
+  }
+  return mode_step % StretchedInterval(m->save_interval, step_us, period_ms * 1000) == 0;
 }
 
 uint64_t Planner::DueMask(Mode mode, int64_t mode_step) const {
@@ -120,7 +149,10 @@ uint64_t Planner::DueMask(Mode mode, int64_t mode_step) const {
   for (size_t i = 0; i < saved_.size(); ++i) {
     const Collection& c = *saved_[i];
     if (eval_like && IsTrainOnlyCollection(c.name())) continue;
-    if (c.save_config() && c.save_config()->ShouldSave(mode, mode_step)) due |= uint64_t{1} << i;
+    if (c.save_config() && c.save_config()->ShouldSave(mode, mode_step) &&
+        (!stretches_ || KeptByStretch(c, mode, mode_step))) {
+      due |= uint64_t{1} << i;
+    }
   }
   return due;
 }

@@ -9,9 +9,18 @@
 //   cached per (name, due collections).
 // References returned by Plan stay valid until the next Prepare().
 //
+// Short steps: a saved collection with min_save_period_ms > 0 (collection.h; `trainscope run`
+// sets it on the collections the rules ask for) has its save_interval stretched, once the hook
+// has measured the steps of a mode (SetStepMicros: the median step time), to
+// interval x S with S the smallest of 1, 2, 5, 10, 20, 50 ... for which interval x S steps take
+// at least that period. Mode steps below kThinFromStep and the steps listed in save_steps are
+// saved as configured. So a training of 100 ms steps keeps "every step", one of 1 ms steps
+// with a 50 ms period saves every 50th step (100th if the median step is a little under 1 ms).
+//
 // Thread safety: none (owned by the Hook).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -28,6 +37,13 @@
 namespace trainscope::capture {
 
 inline constexpr size_t kMaxSavedCollections = 64;
+// Mode steps before this one are never stretched (Short steps, above): the rules that judge
+// the first steps (PoorWeightInitialization's first 10, early divergence) see them all.
+inline constexpr int64_t kThinFromStep = 200;
+
+// The stretched interval: interval x S, S the smallest of 1, 2, 5, 10, 20, 50 ... such that
+// interval x S x step_us >= period_us (at most interval x 10^6). interval >= 1.
+int64_t StretchedInterval(int64_t interval, int64_t step_us, int64_t period_us);
 
 class Planner {
  public:
@@ -45,6 +61,11 @@ class Planner {
   const std::vector<Skipped>& skipped() const { return skipped_; }
 
   uint64_t DueMask(Mode mode, int64_t mode_step) const;
+  // True when a saved collection has min_save_period_ms > 0 (the hook then measures steps).
+  bool stretches() const { return stretches_; }
+  // The median time of a step of `mode`, as the hook measured it (0: not known yet).
+  void SetStepMicros(Mode mode, int64_t us) { step_us_[static_cast<size_t>(mode) - 1] = us; }
+  int64_t step_micros(Mode mode) const { return step_us_[static_cast<size_t>(mode) - 1]; }
   const TensorPlan& Plan(std::string_view name, uint64_t due);
   // The plan of `name` at a step with `due` collections, as if it also belonged to `extra`
   // (smdebug's save_tensor: its collections count whether or not they are included or due).
@@ -75,8 +96,14 @@ class Planner {
   void AddToPlan(std::string_view name, const Collection& c, const ReductionConfig& rc,
                  TensorPlan* p) const;
 
+  // False when collection `c`, due by its save config at `mode_step`, is left out by the
+  // stretched interval (Short steps).
+  bool KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) const;
+
   std::vector<std::shared_ptr<Collection>> saved_;
   std::vector<Skipped> skipped_;
+  bool stretches_ = false;
+  std::array<int64_t, 4> step_us_ = {0, 0, 0, 0};
   bool tensorboard_ = false;
   std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
   int64_t plans_built_ = 0;

@@ -51,6 +51,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The rules' collections are saved at least this much training time apart once the steps are
+// measured (the hook's "min_save_period_ms"; HookConfigJson).
+constexpr int64_t kRulesMinSavePeriodMs = 50;
+
 struct RunOptions {
   std::string out;
   std::vector<std::string> rules;
@@ -233,6 +237,16 @@ Result<std::string> HookConfigJson(const std::string& out, int64_t save_interval
     merged = MergeCollectionRequests(merged);
   }
   j["CollectionConfigurations"] = nlohmann::json::parse(CollectionRequestsToHookJson(merged));
+  // Short steps (src/capture/planner.h): a saving step costs the training about a millisecond
+  // of CPU (files, the hook's work; README, Performance), so on steps of a few milliseconds
+  // the rules' schedules are stretched to keep their saving steps kRulesMinSavePeriodMs of
+  // training apart, after the first kThinFromStep steps. --save-interval and the entries of a
+  // --hook-config (which replace these) are saved as given.
+  if (save_interval <= 0) {
+    for (auto& c : j["CollectionConfigurations"]) {
+      c["CollectionParameters"]["min_save_period_ms"] = std::to_string(kRulesMinSavePeriodMs);
+    }
+  }
   if (!user_file.empty()) {
     const std::string where = "--hook-config " + user_file;
     auto text = Env::Default()->ReadFile(user_file);

@@ -88,6 +88,14 @@ class Collection {
   Status set_save_config(std::optional<SaveConfig> c);
   bool save_histogram() const { return save_histogram_; }
   void set_save_histogram(bool v);
+  // trainscope's extension of smdebug's CollectionParameters, "min_save_period_ms" (0: off):
+  // when the training's steps are short, the hook stretches this collection's save_interval (by
+  // 1, 2, 5, 10, 20, 50 ...) so that its saving steps are at least this many milliseconds of
+  // training apart (planner.h, "Short steps"). `trainscope run` sets it on the collections it
+  // generates for the rules; it is not written to the collections file.
+  int64_t min_save_period_ms() const { return min_save_period_ms_; }
+  // InvalidArgument (naming this collection) for a negative period.
+  Status set_min_save_period_ms(int64_t ms);
 
   // True if `tensor` is in tensor_names() or an include regex matches somewhere in it.
   bool Matches(std::string_view tensor) const;
@@ -105,6 +113,7 @@ class Collection {
   std::optional<ReductionConfig> reduction_config_;
   std::optional<SaveConfig> save_config_;
   bool save_histogram_ = true;
+  int64_t min_save_period_ms_ = 0;
   uint64_t version_ = 0;
 };
 

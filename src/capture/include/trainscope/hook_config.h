@@ -16,7 +16,8 @@
 // collection's save parameters override the hook's, per mode; save_raw_tensor and save_shape
 // count only next to "reductions" in the same block (without "reductions" the hook saves raw
 // tensors); the collections listed become include_collections. Unknown keys are reported in
-// `warnings` (a typo should not pass silently) but do not fail.
+// `warnings` (a typo should not pass silently) but do not fail. trainscope's one extension:
+// "min_save_period_ms" in CollectionParameters (collection.h; `trainscope run` writes it).
 //
 // Thread safety: values.
 #pragma once
