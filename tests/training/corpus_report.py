@@ -27,11 +27,16 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# --mode's names for the modes test_rules_on_training.py writes in its rows.
+ROW_MODE = {"standalone": "standalone", "run": "trainscope-run"}
+
+
 def build(rows, manifest, mode):
     entries = {e["program"]: e for e in manifest["programs"]}
+    row_mode = ROW_MODE[mode]
     fired = {(r["program"], r["rule"]): r for r in rows
-             if r["mode"] == mode and r["rule"] and not r.get("error")}
-    programs = sorted({r["program"] for r in rows if r["mode"] == mode})
+             if r["mode"] == row_mode and r["rule"] and not r.get("error")}
+    programs = sorted({r["program"] for r in rows if r["mode"] == row_mode})
     per_rule = {}
 
     def row(rule):
