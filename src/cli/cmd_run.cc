@@ -150,7 +150,9 @@ Result<std::vector<RuleSpec>> ResolveRules(const RunOptions& o,
     names = DefaultRuleNames();
   } else if (o.preset == "all") {
     for (const auto& n : RuleNames()) {
-      if (n != "SimilarAcrossRuns" && n != "Confusion" && n != "ClassImbalance") names.push_back(n);
+      // Every rule but SimilarAcrossRuns, which needs another trial. Confusion and ClassImbalance
+      // judge the labels and predictions the script saves; without them their status says so.
+      if (n != "SimilarAcrossRuns") names.push_back(n);
     }
   } else if (!o.preset.empty() && o.preset != "none") {
     return Status::InvalidArgument("--rules '" + o.preset + "': use default, all or none");

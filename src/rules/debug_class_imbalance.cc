@@ -52,6 +52,14 @@ class ClassImbalance : public BuiltinRule {
     return Status::OK();
   }
 
+  // Nothing judged: the script saved no labels (they are not captured on their own).
+  std::string StatusNote() const override {
+    if (total_ > 0) return {};
+    return "nothing to judge: no labels tensor (labels_regex '" + params().String("labels_regex") +
+           "') was saved; save the labels (and predictions) each step, e.g. "
+           "hook.save_tensor(\"labels\", y), for the rule to judge the class balance";
+  }
+
   Result<Verdict> InvokeAtStep(int64_t step) override {
     Verdict v;
     TS_ASSIGN_OR_RETURN(auto label_names, data().Select(labels_, step));

@@ -149,6 +149,17 @@ class Confusion : public BuiltinRule {
     return v;
   }
 
+  // Nothing judged: the script saved no labels and predictions (they are not captured on their
+  // own), which the status says, with what to do.
+  std::string StatusNote() const override {
+    if (last_step_ >= 0) return {};
+    return "nothing to judge: no tensors named '" + params().String("labels") + "' and '" +
+           params().String("predictions") +
+           "' were saved; save them each step (hook.save_tensor(\"" + params().String("labels") +
+           "\", y) and hook.save_tensor(\"" + params().String("predictions") +
+           "\", logits.argmax(1))) for the rule to judge the confusion matrix";
+  }
+
   std::vector<CollectionRequest> RequiredCollections() const override {
     CollectionRequest l;
     l.name = params().IsSet("labels_collection") ? params().String("labels_collection") : "labels";

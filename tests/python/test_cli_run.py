@@ -473,3 +473,20 @@ def test_a_killed_training_s_handed_over_steps_are_recovered_by_run(tmp_path):
     for s in (0, 19):
         assert t.tensor("big_output_0").value(s)[0] == s
     assert not (trial / ".trainscope" / "journal").exists()
+
+
+def test_rules_all_starts_and_says_what_the_label_rules_need(tmp_path):
+    """`--rules all` starts every rule but SimilarAcrossRuns; Confusion and ClassImbalance on a
+    script that saves no labels end NoIssuesFound saying there was nothing to judge and what to
+    save, instead of refusing the run or passing in silence."""
+    trial = tmp_path / "all"
+    argv = [CLI, "run", "--out", str(trial), "--rules", "all", "--no-system", "--json", "--",
+            sys.executable, "-c", TINY_TRAINING]
+    p = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rules = {r["rule"]: r for r in _summary(p.stdout)["rules"]}
+    assert "SimilarAcrossRuns" not in rules and {"Confusion", "ClassImbalance"} <= set(rules)
+    for name in ("Confusion", "ClassImbalance"):
+        assert rules[name]["status"] == "NoIssuesFound", rules[name]
+        assert "nothing to judge" in rules[name]["message"], rules[name]
+        assert "hook.save_tensor(" in rules[name]["message"], rules[name]
