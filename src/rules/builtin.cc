@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <utility>
 
 #include "trainscope/tensor_names.h"
 #include "trainscope/trial.h"
@@ -63,14 +64,17 @@ std::vector<double> ToDoubles(const Tensor& t) {
 void SortInForwardOrder(const Trial& trial, std::vector<std::string>* names) {
   std::map<std::string, size_t, std::less<>> position;
   for (const auto& m : trial.modules()) position.try_emplace(m.name, position.size());
-  auto rank = [&](const std::string& name) {
+  // Each name's rank looked up once, not at every comparison.
+  std::vector<std::pair<size_t, std::string>> ranked;
+  ranked.reserve(names->size());
+  for (auto& name : *names) {
     auto it = position.find(tensor_names::ModuleOf(name));
-    return it == position.end() ? position.size() : it->second;
-  };
-  std::stable_sort(names->begin(), names->end(), [&](const std::string& a, const std::string& b) {
-    const size_t ra = rank(a), rb = rank(b);
-    return ra != rb ? ra < rb : NaturalLess(a, b);
+    ranked.emplace_back(it == position.end() ? position.size() : it->second, std::move(name));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : NaturalLess(a.second, b.second);
   });
+  for (size_t i = 0; i < ranked.size(); ++i) (*names)[i] = std::move(ranked[i].second);
 }
 
 bool NaturalLess(const std::string& a, const std::string& b) {
