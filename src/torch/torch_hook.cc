@@ -351,6 +351,8 @@ Status TorchHook::RegisterModule(const ::torch::nn::Module& module, std::string 
     std::weak_ptr<Impl> weak = impl_;
     for (auto& [pname, p] : fresh) {
       d.param_impls.insert(p.unsafeGetTensorImpl());
+      // _meta.parameters (docs/formats/trial.md): the rules tell frozen from trainable by it.
+      d.hook->collections().SetParameterTrainable(pname, p.requires_grad());
       if (p.requires_grad()) {  // frozen parameters get no gradient hook
         std::string gname = tensor_names::GradientName(pname);
         const unsigned handle = p.register_hook([weak, gname](const at::Tensor& grad) {

@@ -180,6 +180,11 @@ TEST(TorchHook, SavesParametersGradientsAndLossesOfRealTraining) {
   EXPECT_TRUE(trial->HasTensor("TinyNet_embed.weight"));
   EXPECT_FALSE(trial->HasTensor("gradient/TinyNet_embed.weight"));
   EXPECT_FALSE(trial->HasTensor("gradient/TinyNet_embed.bias"));
+  // ... and the trial says which parameters are frozen (_meta.parameters), as the Python hook's.
+  EXPECT_TRUE(trial->records_parameters());
+  EXPECT_EQ(trial->ParameterTrainable("TinyNet_embed.weight"), std::optional<bool>(false));
+  EXPECT_EQ(trial->ParameterTrainable("TinyNet_fc1.weight"), std::optional<bool>(true));
+  EXPECT_EQ(trial->ParameterTrainable("TinyNet_head.0.bias"), std::optional<bool>(true));
 
   for (int64_t step : {0, 2, 4}) {
     for (const auto& [name, t] : r.params.at(step)) ExpectValue(*trial, name, step, t);

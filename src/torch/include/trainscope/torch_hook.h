@@ -31,7 +31,9 @@
 // TORCH_MODULE "Impl" suffix, e.g. "Net" for NetImpl) gives "<name>_<path>" for each parameter,
 // path as named_parameters() says ("fc1.weight", "layers.0.bias"). A parameter shared by several
 // paths is saved once (its first path), as Python's named_parameters() does. Parameters with
-// requires_grad() == false when registered (frozen) get no gradient hook and no gradient.
+// requires_grad() == false when registered (frozen) get no gradient hook and no gradient; the
+// trial records which parameters are trainable and which frozen (_meta.parameters,
+// docs/formats/trial.md), as the Python hook's does, so rules skip the frozen ones.
 //
 // Copies: a gradient on the CPU is handed to the writer without a copy (the hook keeps a reference
 // to the tensor autograd passed it; autograd never writes into that tensor afterwards). Parameters
