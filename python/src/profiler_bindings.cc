@@ -118,6 +118,7 @@ py::dict ConfigToDict(const ProfilerConfig& c) {
   d["rotate_max_file_size_bytes"] = c.rotate_max_file_size_bytes;
   d["rotate_file_close_interval_seconds"] = c.rotate_file_close_interval_seconds;
   d["file_open_fail_threshold"] = c.file_open_fail_threshold;
+  d["phase_min_interval_millis"] = c.phase_min_interval_millis;
   d["system_monitor_interval_millis"] =
       c.system_monitor_interval_millis ? py::cast(*c.system_monitor_interval_millis) : py::none();
   d["detailed_profiling"] = RangeToDict(c.detailed_profiling);

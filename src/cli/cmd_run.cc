@@ -56,6 +56,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kRulesMinSavePeriodMs = 50;
 // The framework timeline's files are closed this often (ProfilerConfigJson).
 constexpr int kRunTimelineCloseSeconds = 2;
+// Forward/backward/optimizer spans are recorded on steps at least this far apart (a sample of
+// sub-10-ms steps; every longer step): ProfilerConfigJson's PhaseMinIntervalInMilliseconds.
+constexpr int kRunPhaseMinIntervalMs = 10;
 
 struct RunOptions {
   std::string out;
@@ -322,7 +325,8 @@ std::string ProfilerConfigJson(const std::string& out, int64_t interval_ms) {
   j["ProfilingParameters"] = {{"ProfilerEnabled", true},
                               {"LocalPath", out},
                               {"system_monitor_interval_millis", interval_ms},
-                              {"RotateFileCloseIntervalInSeconds", kRunTimelineCloseSeconds}};
+                              {"RotateFileCloseIntervalInSeconds", kRunTimelineCloseSeconds},
+                              {"PhaseMinIntervalInMilliseconds", kRunPhaseMinIntervalMs}};
   return j.dump(2) + "\n";
 }
 

@@ -201,6 +201,7 @@ Result<ProfilerConfig> ParseProfilerConfig(std::string_view text, std::string_vi
   number("RotateMaxFileSizeInBytes", 1, &c.rotate_max_file_size_bytes);
   number("RotateFileCloseIntervalInSeconds", 0.001, &c.rotate_file_close_interval_seconds);
   number("FileOpenFailThreshold", 1, &c.file_open_fail_threshold);
+  number("PhaseMinIntervalInMilliseconds", 0, &c.phase_min_interval_millis);
 
   for (const json* obj : {static_cast<const json*>(&root), params}) {
     for (std::string_view key :

@@ -117,6 +117,7 @@ class HostMemoryGrowth : public ProfilerRule {
 
  private:
   int64_t rss_seen_ = 0;  // samples of the process tree's memory, warm-up included
+  static constexpr int64_t kMinLeakSteps = 5;
 
   struct Bucket {
     double t = 0, v = 0;  // sums: seconds since the start of the data, MiB
@@ -171,6 +172,17 @@ class HostMemoryGrowth : public ProfilerRule {
     if (s.fired || s.samples < params().Int("patience")) return;
     const Fit f = FitLaterHalf(s);
     if (!f.ok) return;
+    // A leak grows step after step. When the timeline tells the steps, the growth must span
+    // kMinLeakSteps of them: memory that climbs within one or two long steps is those steps'
+    // working set being built (an LSTM unrolled over 1,000 time steps grew 6 GiB during its
+    // first two 40-second LBFGS steps, then stayed flat for 7 minutes). Steps are known up to
+    // the last step event read, so a count that lags waits for more. Without step events (no
+    // hook profiling, or a loop that never calls its registered module, as
+    // tests/training/profiler_programs/memory_leak.py) the time alone is judged.
+    if (StepInfoUntil() > 0) {
+      const int64_t from = StepAt(f.ts0), to = StepAt(f.ts1);
+      if (from < 0 || to - from < kMinLeakSteps) return;
+    }
     const double growth = f.end_mb - f.start_mb;
     const double percent = f.start_mb > 0 ? 100.0 * growth / f.start_mb : 0.0;
     if (growth < params().Double("min_increase_mb") ||

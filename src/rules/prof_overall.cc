@@ -122,13 +122,17 @@ class OverallFrameworkMetrics : public ProfilerRule {
     }
     ++it->second.count;
     it->second.us += e.dur_us;
+    // A step whose Forward/Backward/Optimizer spans were not kept (the hook's
+    // PhaseMinIntervalInMilliseconds: "phases": false) is left out of the time the phases are
+    // a share of.
+    if (e.phase.rfind("Step:", 0) == 0) {
+      const std::string* kept = e.Arg("phases");
+      if (kept == nullptr || *kept != "false") phased_step_us_ += e.dur_us;
+    }
   }
 
   std::string Summary() const override {
-    int64_t step_us = 0;
-    for (const auto& [p, t] : phases_) {
-      if (p.rfind("Step:", 0) == 0) step_us += t.us;
-    }
+    const int64_t step_us = phased_step_us_;
     std::vector<std::pair<std::string, Total>> sorted(phases_.begin(), phases_.end());
     std::sort(sorted.begin(), sorted.end(),
               [](const auto& a, const auto& b) { return a.second.us > b.second.us; });
@@ -152,6 +156,7 @@ class OverallFrameworkMetrics : public ProfilerRule {
     int64_t count = 0, us = 0;
   };
   std::map<std::string, Total> phases_;
+  int64_t phased_step_us_ = 0;  // time of the steps whose phases were recorded
 };
 
 }  // namespace

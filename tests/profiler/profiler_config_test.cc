@@ -66,6 +66,25 @@ TEST(ProfilerConfigTest, IntervalOutOfRangeIsInvalidArgumentNamingTheRange) {
   EXPECT_EQ(top->system_monitor_interval_millis, 200);
 }
 
+// trainscope's PhaseMinIntervalInMilliseconds: 0 (every step) by default; a bad value keeps the
+// default with a warning naming the key.
+TEST(ProfilerConfigTest, PhaseMinInterval) {
+  auto none = ParseProfilerConfig(R"({"ProfilingParameters": {"LocalPath": "/x"}})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->phase_min_interval_millis, 0);
+  auto ten = ParseProfilerConfig(
+      R"({"ProfilingParameters": {"LocalPath": "/x", "phase_min_interval_in_milliseconds": 10}})");
+  ASSERT_TRUE(ten.ok());
+  EXPECT_EQ(ten->phase_min_interval_millis, 10);
+  EXPECT_TRUE(ten->warnings.empty());
+  auto bad = ParseProfilerConfig(
+      R"({"ProfilingParameters": {"LocalPath": "/x", "PhaseMinIntervalInMilliseconds": -1}})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->phase_min_interval_millis, 0);
+  ASSERT_EQ(bad->warnings.size(), 1u);
+  EXPECT_THAT(bad->warnings[0], HasSubstr("PhaseMinIntervalInMilliseconds=-1"));
+}
+
 TEST(ProfilerConfigTest, BadSubConfigsDisableOnlyThemselves) {
   auto c = ParseProfilerConfig(R"({"ProfilingParameters": {"LocalPath": "/x",
       "DetailedProfilingConfig": "{'StartStep': 5, 'NumSteps': 2}",

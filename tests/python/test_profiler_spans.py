@@ -162,3 +162,38 @@ def test_trial_framework_metrics_by_time_and_step(run, events):
     assert fwd[0].event_args["pid"] > 0
     with pytest.raises(ValueError):
         reader.framework_metrics(0, 1, start_step=0)
+
+
+def _phased_and_not(out, **opts):
+    """(steps whose phases were recorded, steps marked "phases": false, events) of a run."""
+    train(str(out), eval_steps=0, **opts)
+    events = raw_events(out)
+    steps = by_phase(events, "Step:ModeKeys.TRAIN")
+    dropped = [s for s in steps if s["args"].get("phases") is False]
+    return [s for s in steps if "phases" not in s["args"]], dropped, events
+
+
+def test_phase_min_interval_samples_short_steps(tmp_path):
+    # Steps of about 2 ms, phases at most every 25 ms (PhaseMinIntervalInMilliseconds, as
+    # `trainscope run` sets it to 10): every step is recorded, the phases of only a sample, and
+    # each step says which (the share of a phase is of the steps that recorded it).
+    phased, dropped, events = _phased_and_not(tmp_path / "t", steps=40, sleep_ms=2,
+                                              phase_min_interval_ms=25)
+    assert len(phased) + len(dropped) == 40
+    assert step_of(phased[0]) == 0 and dropped, (len(phased), len(dropped))
+    for a, b in zip(phased, phased[1:]):
+        assert b["start_us"] - a["start_us"] >= 25_000
+    for phase in ("Forward", "Backward(post-forward)", "Optimizer"):
+        spans = by_phase(events, phase)
+        assert sorted(step_of(e) for e in spans) == [step_of(s) for s in phased], phase
+        for e in spans:
+            assert any(inside(e, s) for s in phased), (phase, e)
+    # the data-loader wait is recorded in every step all the same
+    assert len(by_phase(events, "DataLoaderIter")) >= 40
+
+
+def test_phase_min_interval_keeps_every_longer_step(tmp_path):
+    phased, dropped, events = _phased_and_not(tmp_path / "t", steps=5, sleep_ms=30,
+                                              phase_min_interval_ms=25)
+    assert not dropped and len(phased) == 5
+    assert [step_of(e) for e in by_phase(events, "Forward")] == list(range(5))

@@ -65,6 +65,7 @@ struct SimSpan {
   std::string phase, name;
   int64_t start_us, dur_us;
   int64_t step = -1;
+  bool phases_dropped = false;  // a step span with "phases": false (PhaseMinIntervalInMilliseconds)
   int64_t end() const { return start_us + dur_us; }
 };
 
@@ -132,6 +133,9 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       const int64_t stall_us = static_cast<int64_t>(st.value("stall_ms", 0.0) * 1000);
       const int workers = st.value("workers", 0);
       const double jitter = st.value("jitter", 0.0);
+      // Forward/Backward spans on every k-th step only, the others marked "phases": false, as
+      // the hook records them with PhaseMinIntervalInMilliseconds.
+      const int64_t phases_every = st.value("phases_every", int64_t{1});
       std::normal_distribution<double> noise(0.0, 1.0);
       int64_t t = t0;
       while (true) {
@@ -147,9 +151,12 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
         if (data_us > 0)
           spans->push_back({"DataLoaderIter", "DataLoaderIter::GetNext", t, data_us, step});
         t += data_us;
-        spans->push_back({phase, "Step", t, d, step});
-        spans->push_back({"Forward", "forward", t, d / 3, step});
-        spans->push_back({"Backward(post-forward)", "backward", t + d / 3, d / 2, step});
+        const bool phased = step % phases_every == 0;
+        spans->push_back({phase, "Step", t, d, step, !phased});
+        if (phased) {
+          spans->push_back({"Forward", "forward", t, d / 3, step});
+          spans->push_back({"Backward(post-forward)", "backward", t + d / 3, d / 2, step});
+        }
         t += d;
         ++step;
       }
@@ -216,6 +223,8 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
   to.clock = [&clock_us]() { return static_cast<uint64_t>(clock_us); };
   to.flush_interval_millis = 0;
   to.report = [](std::string_view) {};
+  // Timeline files close after this much simulated time (`trainscope run` sets 2 s).
+  to.close_interval_seconds = c.value("timeline_close_seconds", 60.0);
   auto tw = TimelineWriter::Create(Env::Default(), base, to);
   EXPECT_TRUE(tw.ok());
   if (!tw.ok()) return out;
@@ -239,6 +248,7 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
       const SimSpan& s = spans[fi];
       TimelineArgs args;
       if (s.step >= 0) args.push_back(TimelineArg("step_num", std::to_string(s.step)));
+      if (s.phases_dropped) args.push_back(TimelineArg("phases", false));
       (*tw)->Record(s.phase, s.name, static_cast<uint64_t>(s.start_us),
                     static_cast<uint64_t>(s.dur_us), std::move(args));
     }

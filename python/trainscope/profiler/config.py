@@ -150,12 +150,17 @@ class ProfilerConfig:
     start_system_monitor: True, False or "auto" (start the hook's own system sampler when no
     ``trainscope run`` supervisor does it; only the first worker samples).
     disable_profiler: True turns everything off.
-    rotate_max_file_size_bytes, rotate_file_close_interval_seconds: timeline file rotation."""
+    rotate_max_file_size_bytes, rotate_file_close_interval_seconds: timeline file rotation.
+    phase_min_interval_ms: record the Forward, Backward and Optimizer spans only of steps that
+    begin at least this long after the last step that recorded them (None or 0: every step);
+    step spans are always recorded, those without phases marked ``"phases": false``
+    (trainscope's PhaseMinIntervalInMilliseconds; ``trainscope run`` sets 10)."""
 
     def __init__(self, s3_output_path=None, system_monitor_interval_millis=None,
                  framework_profile_params=None, disable_profiler=False,
                  start_system_monitor="auto", rotate_max_file_size_bytes=None,
-                 rotate_file_close_interval_seconds=None, local_path=None):
+                 rotate_file_close_interval_seconds=None, local_path=None,
+                 phase_min_interval_ms=None):
         if s3_output_path is not None and str(s3_output_path).startswith("s3://"):
             raise ValueError(f"{s3_output_path}: s3:// output is not supported; give a local "
                              "folder as local_path (or leave it out to use the hook's out_dir)")
@@ -166,6 +171,7 @@ class ProfilerConfig:
         self.start_system_monitor = start_system_monitor
         self.rotate_max_file_size_bytes = rotate_max_file_size_bytes
         self.rotate_file_close_interval_seconds = rotate_file_close_interval_seconds
+        self.phase_min_interval_ms = phase_min_interval_ms
 
     def to_json_dict(self):
         """smdebug's profiler JSON document."""
@@ -178,6 +184,8 @@ class ProfilerConfig:
             p["RotateMaxFileSizeInBytes"] = int(self.rotate_max_file_size_bytes)
         if self.rotate_file_close_interval_seconds is not None:
             p["RotateFileCloseIntervalInSeconds"] = float(self.rotate_file_close_interval_seconds)
+        if self.phase_min_interval_ms is not None:
+            p["PhaseMinIntervalInMilliseconds"] = int(self.phase_min_interval_ms)
         p["StartSystemMonitor"] = self.start_system_monitor
         if self.framework_profile_params is not None:
             p.update(self.framework_profile_params.to_json_dict())

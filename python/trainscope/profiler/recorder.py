@@ -216,6 +216,12 @@ class FrameworkProfiler:
         self._bwd_name = ""
         self._opt_t0 = {}
         self._handles = []
+        # PhaseMinIntervalInMilliseconds: Forward/Backward/Optimizer spans only on steps that
+        # begin at least this long after the last step that recorded them (0: every step).
+        # Decided at each boundary; the callbacks stay installed and return at once when off.
+        self._phase_period_ns = int(p.get("phase_min_interval_millis") or 0) * 1_000_000
+        self._phases_on = True
+        self._phases_t0 = None  # start of the last step that recorded its phases
         # windows
         self._detailed = _Window(cfg.range("detailed_profiling"))
         self._python = _Window(cfg.range("python_profiling"))
@@ -293,6 +299,11 @@ class FrameworkProfiler:
             self._step_num = mode_step
             self._global_step = global_step
             self._bwd_armed = False
+            if self._phase_period_ns:
+                on = self._phases_t0 is None or t_ns - self._phases_t0 >= self._phase_period_ns
+                if on:
+                    self._phases_t0 = t_ns
+                self._phases_on = on
             if self._detailed.enabled or self._python.enabled:
                 self._windows(global_step, t_ns / 1e9)
         except Exception as e:
@@ -302,8 +313,10 @@ class FrameworkProfiler:
         phase = self._step_phase
         s = self._step_t0 // 1000
         d = t_ns // 1000 - s
-        self._record(phase, phase, s, d, self._step_num,
-                     {"global_step": self._global_step})
+        args = {"global_step": self._global_step}
+        if not self._phases_on:  # PhaseMinIntervalInMilliseconds: this step's phases not kept
+            args["phases"] = False
+        self._record(phase, phase, s, d, self._step_num, args)
         self._keep((phase, phase, s, d, self._step_num))
         self._step_t0 = None
         if self._torch_prof is not None:
@@ -341,7 +354,8 @@ class FrameworkProfiler:
         self._handles.append(module.register_forward_hook(self._fwd_post))
 
     def _fwd_pre(self, module, inputs):
-        self._fwd_stack.append(_now_ns())
+        if self._phases_on:
+            self._fwd_stack.append(_now_ns())
 
     def _fwd_post(self, module, inputs, outputs):
         if not self._fwd_stack:
@@ -379,9 +393,12 @@ class FrameworkProfiler:
                 self._report("backward", e)
 
     def _opt_pre(self, optimizer, args, kwargs):
-        self._opt_t0[id(optimizer)] = _now_ns()
+        if self._phases_on:
+            self._opt_t0[id(optimizer)] = _now_ns()
 
     def _opt_post(self, optimizer, args, kwargs):
+        if not self._opt_t0:
+            return
         t0 = self._opt_t0.pop(id(optimizer), None)
         if t0 is not None:
             try:

@@ -301,6 +301,14 @@ class Hook:
         self._order_seen = set()
         self._top_modules = []
         self._handles = []
+        # The forward hooks of modules and the gradient hooks of parameters are attached only
+        # while a step saves (and during the first step, whose module order is noted): a step
+        # that saves nothing runs no trainscope callback but the step boundary's, and PyTorch's
+        # modules take their hook-free fast path. Entries: (module, None) for a forward hook,
+        # (parameter, gradient name) for a gradient hook; _attach_saving_hooks adds them.
+        self._saving_hooks = []
+        self._saving_handles = []
+        self._saving_hooks_on = True  # attached at registration, for the first step
         self._wrappers = {}  # collection name -> Collection
         self._device = DeviceStepBuffer(core.STATS_FIELDS)
         # Framework metrics (trainscope.profiler): None when the profiler is off, and then no
@@ -397,6 +405,8 @@ class Hook:
             self._saving = False
             self._stop_requested(self._c.stop_reason["text"])
         self._saving = saving
+        if bool(saving) != self._saving_hooks_on:
+            self._set_saving_hooks(bool(saving))
         if self._io_counts:
             self._io_counts.clear()
         if saving:
@@ -459,7 +469,7 @@ class Hook:
         if compiled:
             # Hooks inside a compiled graph would break it: the wrapper's output only.
             module._ts_name = top_name
-            self._add_forward_hook(module)
+            self._add_forward_hook(module, always=True)
         else:
             for sub in top.modules():
                 self._add_forward_hook(sub)
@@ -469,7 +479,7 @@ class Hook:
             self._params.append((name, p))
             self._c.set_parameter_trainable(name, bool(p.requires_grad))  # _meta.parameters
             if p.requires_grad:  # frozen parameters get no gradient hook
-                self._handles.append(p.register_hook(self._grad_hook(self._names.gradient(name))))
+                self._add_saving_hook(p, self._grad_hook(self._names.gradient(name)))
 
     register_hook = register_module  # smdebug's alias
 
@@ -507,11 +517,37 @@ class Hook:
         _copy_unhooked(loss_module)
         self._add_forward_hook(loss_module)  # once, even if it is part of a registered module
 
-    def _add_forward_hook(self, module):
+    def _add_forward_hook(self, module, always=False):
+        """`always`: attached for good (a compiled model's wrapper: adding and removing hooks on
+        it between steps could make torch.compile guard on them); else only on saving steps."""
         if id(module) in self._registered:
             return
         self._registered.add(id(module))
-        self._handles.append(module.register_forward_hook(self._forward_hook))
+        if always:
+            self._handles.append(module.register_forward_hook(self._forward_hook))
+        else:
+            self._add_saving_hook(module, None)
+
+    def _add_saving_hook(self, target, grad_hook):
+        entry = (target, grad_hook)
+        self._saving_hooks.append(entry)
+        if self._saving_hooks_on:
+            self._saving_handles.append(self._attach(entry))
+
+    def _attach(self, entry):
+        target, grad_hook = entry
+        if grad_hook is None:
+            return target.register_forward_hook(self._forward_hook)
+        return target.register_hook(grad_hook)
+
+    def _set_saving_hooks(self, on):
+        """Attaches (on) or removes the forward and gradient hooks that only saving steps need."""
+        self._saving_hooks_on = on
+        handles, self._saving_handles = self._saving_handles, []
+        for h in handles:
+            h.remove()
+        if on:
+            self._saving_handles = [self._attach(e) for e in self._saving_hooks]
 
     # ---- the PyTorch callbacks (hot path) ----------------------------------------------------
 
@@ -725,6 +761,7 @@ class Hook:
             self._flush_device()
         self._closed = True
         self._saving = False
+        self._set_saving_hooks(False)
         if self._prof is not None:
             self._prof.close()
         self._c.close()

@@ -8,7 +8,7 @@ torch.profiler window), python ([start_step, num_steps] of the Python profiling 
 python_profiler (which profiler that window runs: "cprofile", the default, or "pyinstrument"),
 system (start_system_monitor value), interval_ms (system sampling interval), via_env (pass the
 configuration as TRAINSCOPE_PROFILER_CONFIG instead of the constructor), workers (DataLoader
-num_workers, default 0).
+num_workers, default 0), phase_min_interval_ms (PhaseMinIntervalInMilliseconds).
 The last stdout line: {"spans": [[phase, name, start_us, dur_us, step], ...], "detailed": [...],
 "python_stats": [...], "data_python_stats": [...] (what get_profiler_data() listed before the
 hook closed), "system_count": n, "node_id": ..., "base_dir": ...}.
@@ -40,7 +40,8 @@ profile = FrameworkProfile(
         *python, python_profiler=opts.get("python_profiler", "cprofile")) if python else None)
 config = ProfilerConfig(system_monitor_interval_millis=opts.get("interval_ms", 100),
                         framework_profile_params=profile,
-                        start_system_monitor=opts.get("system", False))
+                        start_system_monitor=opts.get("system", False),
+                        phase_min_interval_ms=opts.get("phase_min_interval_ms"))
 
 if opts.get("via_env"):
     path = os.path.join(out_dir + "-config.json")

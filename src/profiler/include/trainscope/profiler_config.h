@@ -61,6 +61,12 @@ struct ProfilerConfig {
   uint64_t rotate_max_file_size_bytes = 10485760;
   double rotate_file_close_interval_seconds = 60;
   int64_t file_open_fail_threshold = 50;
+  // PhaseMinIntervalInMilliseconds (trainscope's key; 0 = every step): the Python hook records
+  // the Forward, Backward and Optimizer spans of a step only when that step begins at least this
+  // long after the last step whose spans it recorded, so a training of sub-millisecond steps
+  // pays for them on a sample of its steps; step and data-loader spans are always recorded
+  // (docs/formats/framework_profiling.md). `trainscope run` sets 10.
+  int64_t phase_min_interval_millis = 0;
   // SystemMonitorIntervalMillis / ProfilingIntervalInMilliseconds, 100..60000, if given.
   std::optional<int64_t> system_monitor_interval_millis;
   ProfileRange detailed_profiling;
