@@ -112,6 +112,10 @@ class Overfit : public BuiltinRule {
   static constexpr double kMemoriseTrainGain = 0.25;
   static constexpr double kMinValRise = 0.05;
   static constexpr double kMinTrainGain = 0.1;
+  // condition=stall: a validation loss that jumps kBlowUpFactor-fold in one pass has diverged
+  // (the weights blew up); overfitting is gradual. pytorch/examples' time_sequence_prediction
+  // (LBFGS at lr 0.8) went from 4.9e-05 to 4.7e+25 in one optimizer step.
+  static constexpr double kBlowUpFactor = 100.0;
   struct Pass {
     double train;
     double val;
@@ -131,8 +135,33 @@ class Overfit : public BuiltinRule {
       const double val = s.eval_sum / static_cast<double>(s.eval_count);
       const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
       const double ratio = (val - train) / denom;
+      const bool blew_up = stall_ && !s.passes.empty() && s.passes.back().val > 0 &&
+                           val > kBlowUpFactor * s.passes.back().val;
+      const double val_before = s.passes.empty() ? 0.0 : s.passes.back().val;
       s.passes.push_back({train, val});
       if (s.passes.size() > kStallPasses + 1) s.passes.pop_front();
+      if (blew_up) {
+        RuleFinding f = NewFinding(step);
+        f.tensor = name;
+        f.value = val / val_before;
+        f.threshold = kBlowUpFactor;
+        f.condition = "validation loss diverged: more than 100-fold in one evaluation pass";
+        f.explanation = "mean validation " + name + " jumped from " + Num(val_before) + " to " +
+                        Num(val) + " in one evaluation pass (" + Num(val / val_before) +
+                        "-fold; the training loss before it was " + Num(train) +
+                        "): the weights diverged in the last training steps, this is not "
+                        "overfitting";
+        f.recommendation =
+            "lower the learning rate (try 10x smaller) or add a warm-up, clip gradients, and for "
+            "LBFGS use line_search_fn='strong_wolfe'; keep the checkpoint from before the jump";
+        v->Add(std::move(f));
+        s.streak = 0;
+        s.train_sum = 0;
+        s.train_count = 0;
+        s.eval_sum = 0;
+        s.eval_count = 0;
+        return;
+      }
       std::string stall_note;
       bool stalled = !stall_;
       if (stall_ && s.passes.size() == kStallPasses + 1) {

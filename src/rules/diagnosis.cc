@@ -38,6 +38,9 @@ Stage StageOf(const RuleFinding& f) {
                                      {"Overtraining", kGeneralisation},
                                      {"Confusion", kGeneralisation},
                                      {"SimilarAcrossRuns", kGeneralisation}};
+  if (f.rule == "Overfit" && f.condition.find("diverged") != std::string::npos) {
+    return kDivergence;  // a validation loss that blew up is the weights diverging
+  }
   if (f.rule == "LossNotDecreasing") {
     // A divergence or a rise is the loss blowing up; the rest is a loss that does not learn.
     const bool blow_up = f.condition.find("diverg") != std::string::npos ||

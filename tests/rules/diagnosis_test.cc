@@ -35,6 +35,19 @@ TEST(Diagnose, ADivergenceLeadsTheUnitsAndGradientsItKilled) {
             (std::vector<std::string>{"DeadRelu", "VanishingGradient", "WeightUpdateRatio"}));
 }
 
+// A validation loss that blew up (Overfit's "diverged") is a divergence, upstream of the units it
+// killed; Overfit's gap is generalisation, downstream of them.
+TEST(Diagnose, AValidationLossThatBlewUpIsADivergence) {
+  auto d = Diagnose({F("DeadRelu", 11), F("Overfit", 11,
+                                          "validation loss diverged: more than 100-fold in one "
+                                          "evaluation pass")});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].cause.rule, "Overfit");
+  EXPECT_EQ(d[0].stage, "divergence");
+  d = Diagnose({F("DeadRelu", 11), F("Overfit", 11, "validation stalled while training falls")});
+  EXPECT_EQ(d[0].cause.rule, "DeadRelu");
+}
+
 // A rule that sees its tensors every 10 steps can notice a signal up to 10 steps after another
 // rule noticed its consequence: simultaneous findings are ordered upstream first.
 TEST(Diagnose, SimultaneousFindingsLeadWithTheMostUpstream) {

@@ -78,6 +78,11 @@ TEST_P(RuleCaseTest, Verdict) {
   if (expect.contains("tensor") && !out.findings.empty()) {
     EXPECT_EQ(out.findings.front().tensor, expect["tensor"].get<std::string>()) << found;
   }
+  if (expect.contains("condition_contains") && !out.findings.empty()) {
+    EXPECT_NE(out.findings.front().condition.find(expect["condition_contains"].get<std::string>()),
+              std::string::npos)
+        << found;
+  }
   if (expect.contains("stop_training") && !out.findings.empty()) {
     EXPECT_EQ(out.findings.front().stop_training, expect["stop_training"].get<bool>());
   }
