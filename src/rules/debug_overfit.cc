@@ -112,9 +112,10 @@ class Overfit : public BuiltinRule {
   static constexpr double kMemoriseTrainGain = 0.25;
   static constexpr double kMinValRise = 0.05;
   static constexpr double kMinTrainGain = 0.1;
-  // condition=stall: a validation loss that jumps kBlowUpFactor-fold in one pass has diverged
-  // (the weights blew up); overfitting is gradual. pytorch/examples' time_sequence_prediction
-  // (LBFGS at lr 0.8) went from 4.9e-05 to 4.7e+25 in one optimizer step.
+  // condition=stall: a validation loss that jumps kBlowUpFactor-fold in one pass, to above its
+  // first pass, has diverged (the weights blew up); overfitting is gradual. pytorch/examples'
+  // time_sequence_prediction (LBFGS at lr 0.8) went from 4.9e-05 to 4.7e+25 in one optimizer
+  // step. (A converged loss wobbling from 1e-9 to 1e-7 stays below its first pass.)
   static constexpr double kBlowUpFactor = 100.0;
   struct Pass {
     double train;
@@ -127,6 +128,7 @@ class Overfit : public BuiltinRule {
     int64_t eval_count = 0;
     int64_t streak = 0;
     std::deque<Pass> passes;  // the last kStallPasses + 1 passes
+    double first_val = -1;    // the first pass's validation mean (-1: none yet)
   };
 
   void ClosePass(const std::string& name, Series& s, int64_t step, Verdict* v) {
@@ -135,8 +137,9 @@ class Overfit : public BuiltinRule {
       const double val = s.eval_sum / static_cast<double>(s.eval_count);
       const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
       const double ratio = (val - train) / denom;
+      if (s.first_val < 0) s.first_val = val;
       const bool blew_up = stall_ && !s.passes.empty() && s.passes.back().val > 0 &&
-                           val > kBlowUpFactor * s.passes.back().val;
+                           val > kBlowUpFactor * s.passes.back().val && val > s.first_val;
       const double val_before = s.passes.empty() ? 0.0 : s.passes.back().val;
       s.passes.push_back({train, val});
       if (s.passes.size() > kStallPasses + 1) s.passes.pop_front();
