@@ -23,7 +23,8 @@
 #                                   developers before a commit).
 #   check-style.sh thread-safety [FILE...]
 #                                   clang++ -fsyntax-only -Wthread-safety -Werror over the
-#                                   sources of src/ (or the FILEs given), compiled as build/
+#                                   sources of src/ and python/src/ (where build/ compiles the
+#                                   extension), or the FILEs given, compiled as build/
 #                                   compiles them (TS_GUARDED_BY and friends:
 #                                   src/core/include/trainscope/thread_annotations.h).
 #   check-style.sh all              all four.
@@ -49,15 +50,18 @@ need_compile_db() {
 }
 
 # Prints the library sources of src/ that the compile database compiles, one a line (src/torch
-# only where the build found LibTorch).
+# only where the build found LibTorch); with --bindings, python/src/'s too (where the build
+# compiles the extension).
 db_sources() {
-  "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" <<'EOF'
+  "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" "$@" <<'EOF'
 import json, os, sys
 db, root = sys.argv[1], sys.argv[2]
-src = os.path.join(root, "src") + os.sep
+dirs = [os.path.join(root, "src") + os.sep]
+if "--bindings" in sys.argv[3:]:
+    dirs.append(os.path.join(root, "python", "src") + os.sep)
 for entry in json.load(open(db)):
     path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
-    if path.startswith(src) and path.endswith(".cc"):
+    if path.startswith(tuple(dirs)) and path.endswith(".cc"):
         print(os.path.relpath(path, root))
 EOF
 }
@@ -116,14 +120,14 @@ check_format() {
   clang-format --dry-run -Werror --style=file "${files[@]}"
 }
 
-# Compiles each library source of src/ with clang++ as build/ compiles it, syntax only, with
-# Clang's thread-safety analysis as errors.
+# Compiles each source of src/ and python/src/ (the bindings, where build/ compiles them) with
+# clang++ as build/ compiles it, syntax only, with Clang's thread-safety analysis as errors.
 check_thread_safety() {
   local cxx=${TRAINSCOPE_CLANGXX:-clang++}
   need "$cxx" || return 1
   need_compile_db || return 1
   local files=("$@")
-  ((${#files[@]})) || mapfile -t files < <(db_sources | sort -u)
+  ((${#files[@]})) || mapfile -t files < <(db_sources --bindings | sort -u)
   echo "clang++ -Wthread-safety over ${#files[@]} file(s), $JOBS at a time"
   "${PYTHON:-python3}" - "$BUILD/compile_commands.json" "$ROOT" "$cxx" "$JOBS" "${files[@]}" <<'EOF'
 import concurrent.futures, json, os, shlex, subprocess, sys

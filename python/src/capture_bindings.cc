@@ -16,7 +16,6 @@
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "trainscope/hook.h"
 #include "trainscope/hook_config.h"
 #include "trainscope/reductions.h"
+#include "trainscope/thread_annotations.h"
 
 namespace py = pybind11;
 
@@ -189,27 +189,31 @@ class PyHook {
     }
   }
 
-  // Runs fn() holding the mutex and not the GIL.
-  template <typename Fn>
-  auto Locked(Fn&& fn) {
+  // The hook without mu_, for the bindings' calls that take only the GIL (config, collections,
+  // mode, step and the other getters); unchecked: the GIL does not exclude a locked call.
+  Hook& h() TS_NO_THREAD_SAFETY_ANALYSIS { return *hook_; }
+
+  // Each method below holds mu_ and not the GIL (`release` is made first, so it ends last).
+  Status Prepare() {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
-    return fn();
+    MutexLock lock(&mu_);
+    return hook_->Prepare();
   }
-
-  Hook& h() { return *hook_; }
-
   bool Step() {
-    return Locked([&] { return hook_->Step(); });
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    return hook_->Step();
   }
   void EndStep() {
-    Locked([&] { hook_->EndStep(); });
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    hook_->EndStep();
   }
 
   // Saves one value as planned; conversion errors are reported, not raised (fail open).
   bool Save(const std::string& name, py::handle value, bool nocopy) {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!hook_->is_saving_step() || !hook_->Plan(name).save) return false;
     std::unique_ptr<PyTensorInput> in;
     {
@@ -237,7 +241,7 @@ class PyHook {
   // Saves many (name, value) pairs: one lock, conversions first, then the C++ work.
   int SaveMany(py::sequence items) {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!hook_->is_saving_step()) return 0;
     std::vector<std::pair<std::string, std::unique_ptr<PyTensorInput>>> inputs;
     {
@@ -261,17 +265,21 @@ class PyHook {
   void SaveStats(const std::string& name, const std::vector<double>& values,
                  const std::vector<int64_t>& shape) {
     TensorStats s = StatsFromValues(values);
-    (void)Locked([&] { return hook_->SaveStats(name, s, shape); });  // reported by the hook
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    (void)hook_->SaveStats(name, s, shape);  // reported by the hook
   }
 
   void SaveScalar(const std::string& name, double value, double wall_time_s) {
-    (void)Locked([&] { return hook_->SaveScalar(name, value, wall_time_s); });  // as above
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    (void)hook_->SaveScalar(name, value, wall_time_s);  // as above
   }
 
   void SaveCustom(const std::string& name, py::handle value,
                   const std::vector<std::string>& collections) {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::unique_ptr<PyTensorInput> in;
     {
       py::gil_scoped_acquire gil;
@@ -288,7 +296,7 @@ class PyHook {
     TensorPlan p;
     {
       py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (hook_->step() < 0) return py::none();
       p = hook_->Plan(name);
     }
@@ -308,18 +316,30 @@ class PyHook {
   }
 
   void ReportError(const std::string& tensor, const std::string& message) {
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
     // Recorded by the hook (stderr once, then first_error()); the caller wants nothing back.
-    (void)Locked([&] { return hook_->ReportError(Status::Internal(message), tensor); });
+    (void)hook_->ReportError(Status::Internal(message), tensor);
   }
 
   void Close() {
-    Status s = Locked([&] { return hook_->Close(); });
-    (void)s;  // already reported on stderr; first_error() gives it to callers who ask
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    // Already reported on stderr; first_error() gives it to callers who ask.
+    (void)hook_->Close();
+  }
+
+  // Fail open: a write error was reported by the hook and stays in first_error().
+  void Flush() {
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    (void)hook_->Flush();
   }
 
  private:
   // Converts with the GIL held; reports a conversion error through the hook and returns null.
-  std::unique_ptr<PyTensorInput> Convert(const std::string& name, py::handle value) {
+  std::unique_ptr<PyTensorInput> Convert(const std::string& name, py::handle value)
+      TS_REQUIRES(mu_) {
     try {
       return TensorFromPython(value, name);
     } catch (py::error_already_set& e) {
@@ -331,8 +351,8 @@ class PyHook {
     return nullptr;
   }
 
-  std::mutex mu_;
-  std::unique_ptr<Hook> hook_;
+  Mutex mu_;
+  std::unique_ptr<Hook> hook_ TS_PT_GUARDED_BY(mu_);  // h() reads it without mu_
 };
 
 HookConfig HookConfigFromDict(py::dict d) {
@@ -545,7 +565,7 @@ void RegisterCapture(py::module_& m) {
              return out;
            })
       .def("collections_json", [](PyHook& h, int n) { return h.h().collections().ToJson(n); })
-      .def("prepare", [](PyHook& h) { ThrowIfError(h.Locked([&] { return h.h().Prepare(); })); })
+      .def("prepare", [](PyHook& h) { ThrowIfError(h.Prepare()); })
       .def("set_mode", [](PyHook& h, py::handle mode) { h.h().SetMode(ModeFromPython(mode)); })
       .def_property_readonly("mode", [](PyHook& h) { return static_cast<int>(h.h().mode()); })
       .def_property_readonly("step_number", [](PyHook& h) { return h.h().step(); })
@@ -597,8 +617,7 @@ void RegisterCapture(py::module_& m) {
            py::arg("collections"))
       .def("report_error", &PyHook::ReportError, py::arg("tensor"), py::arg("message"))
       .def("close", &PyHook::Close)
-      // Fail open: a write error was reported by the hook and stays in first_error().
-      .def("flush", [](PyHook& h) { (void)h.Locked([&] { return h.h().Flush(); }); })
+      .def("flush", &PyHook::Flush)
       .def("saved_collections", [](PyHook& h) { return h.h().saved_collections(); })
       .def_property_readonly("closed", [](PyHook& h) { return h.h().closed(); })
       .def_property_readonly("worker", [](PyHook& h) { return h.h().worker(); })

@@ -8,7 +8,6 @@
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "bindings.h"
 #include "status_py.h"
 #include "tensor_input.h"
+#include "trainscope/thread_annotations.h"
 #include "trainscope/writer.h"
 
 namespace py = pybind11;
@@ -26,8 +26,8 @@ namespace {
 class PyTrialWriter;
 
 // Writers alive now, so the atexit hook can close them.
-std::mutex g_live_mu;
-std::set<PyTrialWriter*>& LiveWriters() {
+Mutex g_live_mu;
+std::set<PyTrialWriter*>& LiveWriters() TS_REQUIRES(g_live_mu) {
   static auto* live = new std::set<PyTrialWriter*>();  // never freed: used during exit
   return *live;
 }
@@ -40,12 +40,12 @@ class PyTrialWriter {
       return TrialWriter::Open(dir, std::move(options));
     }();
     writer_ = ValueOrThrow(std::move(w));
-    std::lock_guard<std::mutex> lock(g_live_mu);
+    MutexLock lock(&g_live_mu);
     LiveWriters().insert(this);
   }
   ~PyTrialWriter() {
     {
-      std::lock_guard<std::mutex> lock(g_live_mu);
+      MutexLock lock(&g_live_mu);
       LiveWriters().erase(this);
     }
     // Closing waits for the writer thread, which may need the GIL to drop no-copy tensors.
@@ -174,7 +174,7 @@ class PyTrialWriter {
 void CloseLiveWriters() {
   std::set<PyTrialWriter*> live;
   {
-    std::lock_guard<std::mutex> lock(g_live_mu);
+    MutexLock lock(&g_live_mu);
     live = LiveWriters();
   }
   for (PyTrialWriter* w : live) w->CloseQuietly();

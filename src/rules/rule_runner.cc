@@ -18,10 +18,13 @@ using rules_internal::StepCursor;
 
 class RuleRunner::Impl {
  public:
+  // One rule, touched by the runner's thread only. Its RuleState, which states() reads from any
+  // thread, is states_[index] (a field here could not be annotated: a lock of the Impl cannot
+  // guard a field of Entry).
   struct Entry {
     std::unique_ptr<Rule> rule;
     std::unique_ptr<RuleOutput> output;
-    RuleState state;
+    size_t index = 0;    // in entries_ and states_
     bool active = true;  // still evaluated
     std::unordered_map<std::string, int> events_per_tensor;
     int64_t last_status_write_us = 0;
@@ -35,6 +38,8 @@ class RuleRunner::Impl {
 
   int64_t Now() const { return options_.now_micros(); }
 
+  RuleState& StateOf(const Entry& e) TS_REQUIRES(mu_) { return states_[e.index]; }
+
   void KeepError(const Status& s) {
     if (!s.ok() && first_error_.ok()) first_error_ = s;
   }
@@ -47,7 +52,7 @@ class RuleRunner::Impl {
     RuleState copy;
     {
       MutexLock lock(&mu_);
-      copy = e.state;
+      copy = StateOf(e);
     }
     KeepError(e.output->WriteStatus(copy, owner_->trial_->path(), now));
   }
@@ -55,9 +60,10 @@ class RuleRunner::Impl {
   void SetError(Entry& e, const std::string& message) {
     {
       MutexLock lock(&mu_);
-      e.state.status = RuleEvaluationStatus::kError;
-      e.state.message = message;
-      e.state.finished = true;
+      RuleState& state = StateOf(e);
+      state.status = RuleEvaluationStatus::kError;
+      state.message = message;
+      state.finished = true;
     }
     e.active = false;
     WriteStatus(e);
@@ -68,7 +74,7 @@ class RuleRunner::Impl {
     if (!verdict.ok()) {
       if (rules_internal::IsNoData(verdict.status())) {
         MutexLock lock(&mu_);
-        if (step >= 0) ++e.state.steps_skipped;
+        if (step >= 0) ++StateOf(e).steps_skipped;
         return;
       }
       SetError(e, std::string(what) + (step >= 0 ? " at step " + std::to_string(step) : "") + ": " +
@@ -77,8 +83,9 @@ class RuleRunner::Impl {
     }
     if (step >= 0) {
       MutexLock lock(&mu_);
-      ++e.state.steps_evaluated;
-      e.state.last_step = step;
+      RuleState& state = StateOf(e);
+      ++state.steps_evaluated;
+      state.last_step = step;
       e.dirty = true;
     }
     const Verdict& v = *verdict;
@@ -106,18 +113,19 @@ class RuleRunner::Impl {
       bool write = false;
       {
         MutexLock lock(&mu_);
-        if (e.state.first_finding_step < 0) e.state.first_finding_step = f.step;
-        if (e.state.status != RuleEvaluationStatus::kIssuesFound) {
-          e.state.status = RuleEvaluationStatus::kIssuesFound;
-          e.state.message = f.explanation;
+        RuleState& state = StateOf(e);
+        if (state.first_finding_step < 0) state.first_finding_step = f.step;
+        if (state.status != RuleEvaluationStatus::kIssuesFound) {
+          state.status = RuleEvaluationStatus::kIssuesFound;
+          state.message = f.explanation;
           changed = true;
         }
         if (count >= options_.max_events_per_tensor) {
-          ++e.state.suppressed;
+          ++state.suppressed;
           e.dirty = true;
         } else {
           ++count;
-          ++e.state.findings;
+          ++state.findings;
           changed = true;
           write = true;
         }
@@ -130,7 +138,7 @@ class RuleRunner::Impl {
     if (v.end_of_rule) {
       e.active = false;
       MutexLock lock(&mu_);
-      e.state.finished = true;
+      StateOf(e).finished = true;
       changed = true;
     }
     if (changed) WriteStatus(e);
@@ -198,26 +206,27 @@ class RuleRunner::Impl {
         Result<Verdict> v = Guard(e, [&]() { return e.rule->Finish(last_step_); });
         Record(e, v, -1, "Finish");
       }
-      if (e.state.status == RuleEvaluationStatus::kError) continue;
       {
         MutexLock lock(&mu_);
-        if (e.state.findings > 0 || e.state.suppressed > 0) {
-          e.state.status = RuleEvaluationStatus::kIssuesFound;
+        RuleState& state = StateOf(e);
+        if (state.status == RuleEvaluationStatus::kError) continue;
+        if (state.findings > 0 || state.suppressed > 0) {
+          state.status = RuleEvaluationStatus::kIssuesFound;
         } else if (stopped) {
-          e.state.status = RuleEvaluationStatus::kStopped;
-          e.state.message = "stopped before the training ended";
+          state.status = RuleEvaluationStatus::kStopped;
+          state.message = "stopped before the training ended";
         } else {
-          e.state.status = RuleEvaluationStatus::kNoIssuesFound;
+          state.status = RuleEvaluationStatus::kNoIssuesFound;
           const std::string note = e.rule->StatusNote();
-          e.state.message = note.empty()
-                                ? "no issues found in " + std::to_string(e.state.steps_evaluated) +
-                                      " evaluated steps"
-                                : "no issues found: " + note;
+          state.message = note.empty()
+                              ? "no issues found in " + std::to_string(state.steps_evaluated) +
+                                    " evaluated steps"
+                              : "no issues found: " + note;
         }
-        if (stopped && e.state.status == RuleEvaluationStatus::kIssuesFound) {
-          e.state.message += " (stopped before the training ended)";
+        if (stopped && state.status == RuleEvaluationStatus::kIssuesFound) {
+          state.message += " (stopped before the training ended)";
         }
-        e.state.finished = true;
+        state.finished = true;
       }
       e.active = false;
       WriteStatus(e);
@@ -240,11 +249,11 @@ class RuleRunner::Impl {
   int64_t last_step_ = -1;
   int64_t polls_ = 0;
   Status first_error_;
-  // Guards stats_, and entries_ and each Entry::state for states() (written by the runner's
-  // thread, which reads them without it; not annotated, as a lock of the Impl cannot guard a
-  // field of Entry).
   mutable Mutex mu_;
   RunnerStats stats_ TS_GUARDED_BY(mu_);  // the last PublishStats()
+  // Each rule's state, for states(); states_[i] is entries_[i]'s (entries_ is the runner
+  // thread's alone).
+  std::vector<RuleState> states_ TS_GUARDED_BY(mu_);
 };
 
 Result<std::unique_ptr<RuleRunner>> RuleRunner::Open(const std::string& path, RunnerOptions options,
@@ -293,13 +302,14 @@ Status RuleRunner::AddRule(std::unique_ptr<Rule> rule) {
     }
   }
   Impl::Entry e;
-  e.state.rule = rule->name();
+  RuleState state;
+  state.rule = rule->name();
   Status bind = rule->Bind(data_.get());
-  e.state.parameters = rule->Parameters();
+  state.parameters = rule->Parameters();
   e.rule = std::move(rule);
   if (impl_->options_.write_output) {
     e.output = std::make_unique<rules_internal::RuleOutput>(impl_->options_.env,
-                                                            RuleOutputDir(e.state.rule));
+                                                            RuleOutputDir(state.rule));
     Status s = e.output->Open();
     if (!s.ok()) {
       e.output.reset();
@@ -307,9 +317,11 @@ Status RuleRunner::AddRule(std::unique_ptr<Rule> rule) {
       return s;
     }
   }
+  e.index = impl_->entries_.size();
+  impl_->entries_.push_back(std::move(e));
   {
     MutexLock lock(&impl_->mu_);
-    impl_->entries_.push_back(std::move(e));
+    impl_->states_.push_back(std::move(state));
   }
   Impl::Entry& added = impl_->entries_.back();
   if (!bind.ok()) {
@@ -365,9 +377,7 @@ void RuleRunner::Stop() { impl_->stop_.store(true); }
 
 std::vector<RuleState> RuleRunner::states() const {
   MutexLock lock(&impl_->mu_);
-  std::vector<RuleState> out;
-  for (const auto& e : impl_->entries_) out.push_back(e.state);
-  return out;
+  return impl_->states_;
 }
 
 RunnerStats RuleRunner::stats() const {

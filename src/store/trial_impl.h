@@ -140,12 +140,20 @@ class Trial::Impl {
   Result<Tensor> Read(const StepEntries& e, const StepEntries::Entry& entry);
   std::string Describe(const std::string& tensor, int64_t step, Mode mode) const;
 
-  std::timed_mutex notifier_mu_;
+  // The scanner's atomic watching(), from any thread, with or without a lock.
+  bool Watching() const TS_NO_THREAD_SAFETY_ANALYSIS { return scanner_.watching(); }
+  // scanner_.WaitEvents, under notifier_mu_ alone: it touches only the notifier, which
+  // notifier_mu_ guards, so refreshes (List) go on meanwhile under refresh_mu_.
+  Status WaitNotifierEvents(std::chrono::milliseconds timeout, std::vector<DirChange>* changes)
+      TS_REQUIRES(notifier_mu_) TS_NO_THREAD_SAFETY_ANALYSIS {
+    return scanner_.WaitEvents(timeout, changes);
+  }
+
+  TimedMutex notifier_mu_ TS_ACQUIRED_BEFORE(refresh_mu_);
   Mutex refresh_mu_ TS_ACQUIRED_BEFORE(mu_);
-  // Guarded by refresh_mu_ (+ notifier_mu_ for its notifier). Not annotated: watching() is an
-  // atomic read without either, and WaitEvents runs under notifier_mu_ (a std::timed_mutex,
-  // which the analysis cannot see) alone.
-  IndexScanner scanner_;
+  // Its notifier also needs notifier_mu_ (Drain, HandleEvents, StopWatching: see Scan and
+  // WaitForChange); Watching() and WaitNotifierEvents() are the two ways around refresh_mu_.
+  IndexScanner scanner_ TS_GUARDED_BY(refresh_mu_);
   std::vector<FoundIndexFile> retry_ TS_GUARDED_BY(refresh_mu_);  // files to read again
   static constexpr size_t kMaxDamaged = 1000;
   std::vector<std::string> damaged_ TS_GUARDED_BY(mu_);  // DamagedIndexFiles()

@@ -43,8 +43,10 @@ Status Trial::Impl::Scan(bool have_notifier, std::vector<FoundIndexFile>* found)
   }
   if (scanner_.watching()) {
     if (have_notifier) return scanner_.Drain(found);
-    std::unique_lock<std::timed_mutex> nl(notifier_mu_, std::try_to_lock);
-    if (nl.owns_lock() && scanner_.watching()) return scanner_.Drain(found);
+    if (notifier_mu_.TryLock()) {
+      TimedMutexLock nl(&notifier_mu_, std::adopt_lock);
+      if (scanner_.watching()) return scanner_.Drain(found);
+    }
     // Another thread is blocked in WaitForChange on the notifier: list instead of waiting.
   }
   int64_t first_open;
@@ -178,9 +180,10 @@ Status Trial::Impl::Refresh(bool* changed) {
 }
 
 void Trial::Impl::CloseNotifierIfDone() {
-  if (!scanner_.watching() || !loaded_all_steps()) return;
-  std::unique_lock<std::timed_mutex> nl(notifier_mu_, std::try_to_lock);
-  if (!nl.owns_lock()) return;  // a thread waits on it: it closes it when it sees the end
+  if (!Watching() || !loaded_all_steps()) return;
+  // A thread waits on the notifier: it closes it when it sees the end.
+  if (!notifier_mu_.TryLock()) return;
+  TimedMutexLock nl(&notifier_mu_, std::adopt_lock);
   MutexLock rl(&refresh_mu_);
   if (scanner_.watching()) scanner_.StopWatching();
 }
@@ -208,13 +211,13 @@ Status Trial::Impl::WaitForChange(std::chrono::milliseconds timeout) {
     }
     const auto now = Clock::now();
     if (now >= deadline) return Status::OK();
-    if (scanner_.watching()) {
-      std::unique_lock<std::timed_mutex> nl(notifier_mu_, std::defer_lock);
-      if (!nl.try_lock_until(deadline)) return Status::OK();
-      if (!scanner_.watching()) continue;
+    if (Watching()) {
+      if (!notifier_mu_.TryLockUntil(deadline)) return Status::OK();
+      TimedMutexLock nl(&notifier_mu_, std::adopt_lock);
+      if (!Watching()) continue;
       const auto remaining = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       std::vector<DirChange> changes;
-      Status ws = scanner_.WaitEvents(std::max(remaining, std::chrono::milliseconds(0)), &changes);
+      Status ws = WaitNotifierEvents(std::max(remaining, std::chrono::milliseconds(0)), &changes);
       if (ws.ok() && changes.empty()) continue;  // timed out
       MutexLock rl(&refresh_mu_);
       std::vector<FoundIndexFile> found;

@@ -8,10 +8,12 @@
 //
 // libstdc++'s std::mutex carries no capability attribute, so Clang cannot see it taken: a member
 // that a mutex guards uses trainscope::Mutex, locked with MutexLock (UniqueMutexLock where the
-// scope releases it for a while), waited on with CondVar.
+// scope releases it for a while), waited on with CondVar. A holder that must not wait (or not
+// past a deadline) uses TimedMutex, try-locked, then held to the end of the scope by
+// TimedMutexLock.
 //
-// Thread safety: Mutex and CondVar are the synchronisation and are thread-safe; a MutexLock or
-// UniqueMutexLock belongs to the thread that made it.
+// Thread safety: Mutex, TimedMutex and CondVar are the synchronisation and are thread-safe; a
+// MutexLock, UniqueMutexLock or TimedMutexLock belongs to the thread that made it.
 #pragma once
 
 #include <chrono>
@@ -105,6 +107,43 @@ class TS_SCOPED_CAPABILITY UniqueMutexLock {
  private:
   Mutex* const mu_;
   bool held_ = true;
+};
+
+// std::timed_mutex that Clang's analysis can see. Not recursive. Take it with TryLock or
+// TryLockUntil, then hand it to a TimedMutexLock:
+//   if (!mu_.TryLock()) return;
+//   TimedMutexLock lock(&mu_, std::adopt_lock);
+class TS_CAPABILITY("mutex") TimedMutex {
+ public:
+  TimedMutex() = default;
+  TimedMutex(const TimedMutex&) = delete;
+  TimedMutex& operator=(const TimedMutex&) = delete;
+
+  void Lock() TS_ACQUIRE() { mu_.lock(); }
+  void Unlock() TS_RELEASE() { mu_.unlock(); }
+  // Returns true when the mutex was free and is now held.
+  bool TryLock() TS_TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  // Waits for the mutex until `deadline` at the latest. Returns true when it is now held.
+  template <typename Clock, typename Duration>
+  bool TryLockUntil(std::chrono::time_point<Clock, Duration> deadline) TS_TRY_ACQUIRE(true) {
+    return mu_.try_lock_until(deadline);
+  }
+
+ private:
+  std::timed_mutex mu_;
+};
+
+// Holds a TimedMutex that the caller has just taken (adopts it) and releases it at the end of
+// the scope. REQUIRES: mu held.
+class TS_SCOPED_CAPABILITY TimedMutexLock {
+ public:
+  TimedMutexLock(TimedMutex* mu, std::adopt_lock_t) TS_REQUIRES(mu) : mu_(mu) {}
+  ~TimedMutexLock() TS_RELEASE() { mu_->Unlock(); }
+  TimedMutexLock(const TimedMutexLock&) = delete;
+  TimedMutexLock& operator=(const TimedMutexLock&) = delete;
+
+ private:
+  TimedMutex* const mu_;
 };
 
 // A condition variable waited on under a Mutex (always the same one for one CondVar). Wait with
