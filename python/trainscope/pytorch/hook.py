@@ -305,7 +305,9 @@ class Hook:
         # while a step saves (and during the first step, whose module order is noted): a step
         # that saves nothing runs no trainscope callback but the step boundary's, and PyTorch's
         # modules take their hook-free fast path. Entries: (module, None) for a forward hook,
-        # (parameter, gradient name) for a gradient hook; _attach_saving_hooks adds them.
+        # (parameter, its gradient callback) for a gradient hook; _add_saving_hook adds them.
+        # Re-attached hooks run after hooks the script added since (PyTorch runs hooks in the
+        # order they were added).
         self._saving_hooks = []
         self._saving_handles = []
         self._saving_hooks_on = True  # attached at registration, for the first step
