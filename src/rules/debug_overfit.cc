@@ -131,83 +131,85 @@ class Overfit : public BuiltinRule {
     double first_val = -1;    // the first pass's validation mean (-1: none yet)
   };
 
+  // Judges the pass that ended (when a training phase came before it), then starts the next.
   void ClosePass(const std::string& name, Series& s, int64_t step, Verdict* v) {
     if (s.train_count > 0) {
-      const double train = s.train_sum / static_cast<double>(s.train_count);
-      const double val = s.eval_sum / static_cast<double>(s.eval_count);
-      const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
-      const double ratio = (val - train) / denom;
-      if (s.first_val < 0) s.first_val = val;
-      const bool blew_up = stall_ && !s.passes.empty() && s.passes.back().val > 0 &&
-                           val > kBlowUpFactor * s.passes.back().val && val > s.first_val;
-      const double val_before = s.passes.empty() ? 0.0 : s.passes.back().val;
-      s.passes.push_back({train, val});
-      if (s.passes.size() > kStallPasses + 1) s.passes.pop_front();
-      if (blew_up) {
-        RuleFinding f = NewFinding(step);
-        f.tensor = name;
-        f.value = val / val_before;
-        f.threshold = kBlowUpFactor;
-        f.condition = "validation loss diverged: more than 100-fold in one evaluation pass";
-        f.explanation = "mean validation " + name + " jumped from " + Num(val_before) + " to " +
-                        Num(val) + " in one evaluation pass (" + Num(val / val_before) +
-                        "-fold; the training loss before it was " + Num(train) +
-                        "): the weights diverged in the last training steps, this is not "
-                        "overfitting";
-        f.recommendation =
-            "lower the learning rate (try 10x smaller) or add a warm-up, clip gradients, and for "
-            "LBFGS use line_search_fn='strong_wolfe'; keep the checkpoint from before the jump";
-        v->Add(std::move(f));
-        s.streak = 0;
-        s.train_sum = 0;
-        s.train_count = 0;
-        s.eval_sum = 0;
-        s.eval_count = 0;
-        return;
-      }
-      std::string stall_note;
-      bool stalled = !stall_;
-      if (stall_ && s.passes.size() == kStallPasses + 1) {
-        const Pass& before = s.passes.front();
-        const bool flat_val = val > before.val * (1 - kMinValGain);
-        const bool rising_val = val > before.val * (1 + kMinValRise);
-        stalled = (flat_val && train < before.train * (1 - kMemoriseTrainGain)) ||
-                  (rising_val && train < before.train * (1 - kMinTrainGain));
-        if (stalled) {
-          stall_note = "; over the last " + std::to_string(kStallPasses + 1) +
-                       " evaluation passes the validation loss went " + Num(before.val) + " -> " +
-                       Num(val) + " while the training loss fell " + Num(before.train) + " -> " +
-                       Num(train);
-        }
-      }
-      if (ratio > ratio_threshold_ && stalled) {
-        ++s.streak;
-        if (s.streak >= patience_) {
-          RuleFinding f = NewFinding(step);
-          f.tensor = name;
-          f.value = ratio;
-          f.threshold = ratio_threshold_;
-          f.condition = stall_ ? "(validation - training) / training loss > ratio_threshold, "
-                                 "validation stalled while training falls"
-                               : "(validation - training) / training loss > ratio_threshold";
-          f.explanation = "mean validation " + name + " is " + Num(val) + " against " + Num(train) +
-                          " in training (" + Percent(ratio) + " higher, more than " +
-                          Percent(ratio_threshold_) + ")" + stall_note +
-                          ": the model fits the training data better than new data";
-          f.recommendation =
-              "the model is overfitting: add regularisation (weight decay, dropout), augment "
-              "the training data or collect more, use a smaller model, or stop earlier (keep "
-              "the checkpoint with the best validation loss)";
-          v->Add(std::move(f));
-        }
-      } else {
-        s.streak = 0;
-      }
+      JudgePass(name, s, s.train_sum / static_cast<double>(s.train_count),
+                s.eval_sum / static_cast<double>(s.eval_count), step, v);
       s.train_sum = 0;
       s.train_count = 0;
     }
     s.eval_sum = 0;
     s.eval_count = 0;
+  }
+
+  // One pass: `train` the mean training loss of the phase before it, `val` the pass's mean.
+  void JudgePass(const std::string& name, Series& s, double train, double val, int64_t step,
+                 Verdict* v) {
+    const double denom = std::fabs(train) > 0 ? std::fabs(train) : 1e-12;
+    const double ratio = (val - train) / denom;
+    if (s.first_val < 0) s.first_val = val;
+    const bool blew_up = stall_ && !s.passes.empty() && s.passes.back().val > 0 &&
+                         val > kBlowUpFactor * s.passes.back().val && val > s.first_val;
+    const double val_before = s.passes.empty() ? 0.0 : s.passes.back().val;
+    s.passes.push_back({train, val});
+    if (s.passes.size() > kStallPasses + 1) s.passes.pop_front();
+    if (blew_up) {
+      RuleFinding f = NewFinding(step);
+      f.tensor = name;
+      f.value = val / val_before;
+      f.threshold = kBlowUpFactor;
+      f.condition = "validation loss diverged: more than 100-fold in one evaluation pass";
+      f.explanation = "mean validation " + name + " jumped from " + Num(val_before) + " to " +
+                      Num(val) + " in one evaluation pass (" + Num(val / val_before) +
+                      "-fold; the training loss before it was " + Num(train) +
+                      "): the weights diverged in the last training steps, this is not "
+                      "overfitting";
+      f.recommendation =
+          "lower the learning rate (try 10x smaller) or add a warm-up, clip gradients, and for "
+          "LBFGS use line_search_fn='strong_wolfe'; keep the checkpoint from before the jump";
+      v->Add(std::move(f));
+      s.streak = 0;
+      return;
+    }
+    std::string stall_note;
+    bool stalled = !stall_;
+    if (stall_ && s.passes.size() == kStallPasses + 1) {
+      const Pass& before = s.passes.front();
+      const bool flat_val = val > before.val * (1 - kMinValGain);
+      const bool rising_val = val > before.val * (1 + kMinValRise);
+      stalled = (flat_val && train < before.train * (1 - kMemoriseTrainGain)) ||
+                (rising_val && train < before.train * (1 - kMinTrainGain));
+      if (stalled) {
+        stall_note = "; over the last " + std::to_string(kStallPasses + 1) +
+                     " evaluation passes the validation loss went " + Num(before.val) + " -> " +
+                     Num(val) + " while the training loss fell " + Num(before.train) + " -> " +
+                     Num(train);
+      }
+    }
+    if (ratio > ratio_threshold_ && stalled) {
+      ++s.streak;
+      if (s.streak >= patience_) {
+        RuleFinding f = NewFinding(step);
+        f.tensor = name;
+        f.value = ratio;
+        f.threshold = ratio_threshold_;
+        f.condition = stall_ ? "(validation - training) / training loss > ratio_threshold, "
+                               "validation stalled while training falls"
+                             : "(validation - training) / training loss > ratio_threshold";
+        f.explanation = "mean validation " + name + " is " + Num(val) + " against " + Num(train) +
+                        " in training (" + Percent(ratio) + " higher, more than " +
+                        Percent(ratio_threshold_) + ")" + stall_note +
+                        ": the model fits the training data better than new data";
+        f.recommendation =
+            "the model is overfitting: add regularisation (weight decay, dropout), augment "
+            "the training data or collect more, use a smaller model, or stop earlier (keep "
+            "the checkpoint with the best validation loss)";
+        v->Add(std::move(f));
+      }
+    } else {
+      s.streak = 0;
+    }
   }
 
   int64_t start_step_;
