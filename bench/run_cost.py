@@ -131,8 +131,13 @@ class TreePoller:
             st = _stat(f"/proc/{pid}/stat")
             if not st:
                 continue
-            argv = _read(f"/proc/{pid}/cmdline").split(b"\0")
-            cat = "rules" if len(argv) > 1 and argv[1] == b"rule-worker" else "training"
+            cat = self.cpu.get(("p", pid), (None,))[0]
+            if cat is None or cat == "training":
+                # A process that has not exec'd yet shows its parent's command line, and a
+                # process that has exited (a zombie until reaped) shows none: only a rule
+                # worker's own command line classifies it, and a worker stays one.
+                argv = _read(f"/proc/{pid}/cmdline").split(b"\0")
+                cat = "rules" if len(argv) > 1 and argv[1] == b"rule-worker" else "training"
             self.cpu[("p", pid)] = (cat, st[1])
 
     def _run(self):

@@ -75,6 +75,7 @@ struct RunOptions {
   int metrics_port = -1;
   double rules_timeout_s = 60;
   double stop_grace_s = 30;
+  bool isolate_rules = false;  // one worker process per rule (WorkerGroups)
   bool json = false;
   std::string json_out;  // also write the JSON summary to this file
   std::vector<std::string> command;
@@ -390,6 +391,24 @@ std::map<std::string, std::optional<RuleEvaluationStatus>> FeedStatuses(
   return out;
 }
 
+// The rule workers `trainscope run` starts, by name: one for the built-in debugging rules
+// ("debugging-rules"), one for the built-in profiler rules ("profiler-rules"), each reading the
+// trial once for all of its rules, and one per custom Python rule (its name). With `isolate`,
+// one per rule (the rule's name).
+std::map<std::string, std::vector<const RuleSpec*>> WorkerGroups(const std::vector<RuleSpec>& specs,
+                                                                 bool isolate) {
+  std::map<std::string, std::vector<const RuleSpec*>> groups;
+  for (const auto& s : specs) {
+    std::string worker = s.name;
+    if (!isolate && s.python_file.empty()) {
+      auto info = DescribeRule(s.name);
+      worker = info.ok() && info->kind == "profiler" ? "profiler-rules" : "debugging-rules";
+    }
+    groups[worker].push_back(&s);
+  }
+  return groups;
+}
+
 // A rule worker that ended without a final status of its own (killed, crashed, or stuck past
 // --rules-timeout) leaves its rule in Error, as SageMaker reports a rule container that failed,
 // with what happened in the message; what the rule had found stays in status.json's counts.
@@ -628,23 +647,26 @@ int RunRun(RunOptions o) {
   so.stop_grace = std::chrono::duration<double>(o.stop_grace_s);
   so.workers_timeout = std::chrono::duration<double>(o.rules_timeout_s);
   const std::string self = SelfExe();
-  std::map<std::string, const RuleSpec*> spec_of;
-  for (const auto& s : *specs) {
+  // The workers: by worker name, the rules each evaluates (WorkerGroups).
+  std::map<std::string, std::vector<const RuleSpec*>> rules_of;
+  for (auto& [name, group] : WorkerGroups(*specs, o.isolate_rules)) {
     std::vector<std::string> argv = {self, "rule-worker", o.out};
-    if (s.python_file.empty()) {
-      argv.insert(argv.end(), {"--rule", FormatRuleSpec(s)});
-    } else {
-      argv.insert(argv.end(), {"--rule-file", FormatRuleSpec(s), "--python", o.python});
+    for (const RuleSpec* s : group) {
+      if (s->python_file.empty()) {
+        argv.insert(argv.end(), {"--rule", FormatRuleSpec(*s)});
+      } else {
+        argv.insert(argv.end(), {"--rule-file", FormatRuleSpec(*s), "--python", o.python});
+      }
     }
     for (const auto& a : o.actions) {
       argv.push_back("--action");
       argv.push_back(a);
     }
-    so.workers[s.name] = ProcessOptions{.argv = std::move(argv),
-                                        .own_group = true,
-                                        .die_with_parent = true,
-                                        .stdout_to_stderr = o.json};
-    spec_of[s.name] = &s;
+    so.workers[name] = ProcessOptions{.argv = std::move(argv),
+                                      .own_group = true,
+                                      .die_with_parent = true,
+                                      .stdout_to_stderr = o.json};
+    rules_of[name] = std::move(group);
   }
 
   std::unique_ptr<SystemSampler> sampler;
@@ -704,24 +726,28 @@ int RunRun(RunOptions o) {
   };
   // A worker's end: anything but "no issues" (0) or "issues found" (3) is a failure unless the
   // worker wrote its own final status.
-  events.on_worker_ended = [&](const std::string& rule, int ws) {
+  events.on_worker_ended = [&](const std::string& worker, int ws) {
     if (WIFEXITED(ws) && (WEXITSTATUS(ws) == kExitOk || WEXITSTATUS(ws) == kExitIssuesFound)) {
       return;
     }
-    MarkRuleFailed(env, o.out, *spec_of[rule], DescribeWaitStatus(ws));
+    for (const RuleSpec* s : rules_of[worker]) {
+      MarkRuleFailed(env, o.out, *s, DescribeWaitStatus(ws));
+    }
   };
-  events.on_worker_not_started = [&](const std::string& rule, const Status& s) {
-    MarkRuleFailed(env, o.out, *spec_of[rule], "could not be started (" + s.message() + ")");
+  events.on_worker_not_started = [&](const std::string& worker, const Status& st) {
+    for (const RuleSpec* s : rules_of[worker]) {
+      MarkRuleFailed(env, o.out, *s, "could not be started (" + st.message() + ")");
+    }
   };
   // --rules-timeout ran out: SIGTERM (a worker then ends its rule as Stopped at its next poll),
   // SIGKILL 5 s later for a worker stuck inside a rule, whose rule is reported.
-  events.on_worker_killed = [&](const std::string& rule) {
+  events.on_worker_killed = [&](const std::string& worker) {
     char what[128];
     std::snprintf(what, sizeof(what),
                   "did not end within --rules-timeout (%.0f s) and 5 s after SIGTERM; it was "
                   "killed",
                   o.rules_timeout_s);
-    MarkRuleFailed(env, o.out, *spec_of[rule], what);
+    for (const RuleSpec* s : rules_of[worker]) MarkRuleFailed(env, o.out, *s, what);
   };
   events.on_stop_requested = [&] {
     if (metrics) metrics->SetStopRequested(true);
@@ -835,6 +861,10 @@ void RegisterRun(CLI::App& app, int* exit_code) {
                   "Seconds (> 0) the rules may take after the training ends");
   cmd->add_option("--stop-grace", o->stop_grace_s,
                   "Seconds (>= 0) a stopped training gets before SIGTERM");
+  cmd->add_flag("--isolate-rules", o->isolate_rules,
+                "One worker process per rule (as SageMaker runs a container per rule), instead "
+                "of one for the built-in debugging rules and one for the built-in profiler "
+                "rules, each reading the trial once for all of its rules; costs more CPU");
   cmd->add_flag("--json", o->json,
                 "Print a JSON summary instead of the live view and table; stdout then holds only "
                 "the JSON (the training's stdout goes to stderr)");

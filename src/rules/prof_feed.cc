@@ -196,4 +196,53 @@ ProfilerBatch ProfilerFeed::Poll(bool final) {
   return batch;
 }
 
+SharedProfilerFeed::SharedProfilerFeed(Env* env, std::string trial_dir)
+    : feed_(env, std::move(trial_dir)) {}
+
+size_t SharedProfilerFeed::Subscribe() {
+  next_.push_back(first_seq_ + batches_.size());
+  return next_.size() - 1;
+}
+
+std::shared_ptr<const ProfilerBatch> SharedProfilerFeed::Take(size_t id, bool final) {
+  uint64_t& next = next_[id];
+  const uint64_t end = first_seq_ + batches_.size();
+  if (next < first_seq_) next = first_seq_;  // it fell behind kMaxPending: the oldest are gone
+  if (next == end || (final && !final_read_)) {
+    auto batch = std::make_shared<ProfilerBatch>(feed_.Poll(final));
+    final_read_ = final_read_ || final;
+    if (!batch->empty()) batches_.push_back(std::move(batch));
+  }
+  std::shared_ptr<const ProfilerBatch> out;
+  const uint64_t now_end = first_seq_ + batches_.size();
+  if (now_end - next == 1) {
+    out = batches_.back();
+  } else if (now_end > next) {
+    // Several batches (the subscriber skipped polls): one batch, each part in time order.
+    auto merged = std::make_shared<ProfilerBatch>();
+    for (uint64_t q = next; q < now_end; ++q) {
+      const ProfilerBatch& b = *batches_[q - first_seq_];
+      merged->datapoints.insert(merged->datapoints.end(), b.datapoints.begin(),
+                                b.datapoints.end());
+      merged->framework.insert(merged->framework.end(), b.framework.begin(), b.framework.end());
+    }
+    std::stable_sort(merged->datapoints.begin(), merged->datapoints.end(),
+                     [](const Datapoint& a, const Datapoint& b) { return a.ts_us < b.ts_us; });
+    std::stable_sort(
+        merged->framework.begin(), merged->framework.end(),
+        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_us < b.start_us; });
+    out = std::move(merged);
+  } else {
+    out = std::make_shared<ProfilerBatch>();
+  }
+  next = now_end;
+  // Drop what every subscriber has taken, and past kMaxPending the oldest.
+  const uint64_t slowest = *std::min_element(next_.begin(), next_.end());
+  while (!batches_.empty() && (first_seq_ < slowest || batches_.size() > kMaxPending)) {
+    batches_.pop_front();
+    ++first_seq_;
+  }
+  return out;
+}
+
 }  // namespace trainscope::rules_internal

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,6 +83,36 @@ class ProfilerFeed {
   bool saw_system_ = false, saw_gpu_ = false;
   int cores_ = 0;
   int64_t lines_skipped_ = 0;
+};
+
+// One ProfilerFeed read on behalf of the profiler rules of one RuleData (RuleData::
+// profiler_feed()), so that several rules in one runner parse each timeline file and system line
+// once. Each subscriber gets every batch once, whichever subscriber's Take read it: a subscriber
+// that has taken everything read so far reads the files (Poll) and gets the new batch; the others
+// then get that batch from memory. Batches are kept until every subscriber has taken them, at
+// most kMaxPending of them: a subscriber that far behind (a rule the runner evaluates no more,
+// after an error or end_of_rule) loses the oldest.
+class SharedProfilerFeed {
+ public:
+  SharedProfilerFeed(Env* env, std::string trial_dir);
+
+  // A new subscriber, which gets what is read from now on.
+  size_t Subscribe();
+  // What arrived since subscriber `id` last took. `final`: the data has ended (the feed's
+  // held-back samples are released by the first final Take).
+  std::shared_ptr<const ProfilerBatch> Take(size_t id, bool final);
+
+  const ProfilerFeed& feed() const { return feed_; }
+  bool TimelineOpen() const { return feed_.TimelineOpen(); }
+
+  static constexpr size_t kMaxPending = 16;
+
+ private:
+  ProfilerFeed feed_;
+  std::deque<std::shared_ptr<const ProfilerBatch>> batches_;
+  uint64_t first_seq_ = 0;     // sequence number of batches_.front()
+  std::vector<uint64_t> next_;  // per subscriber: the sequence number of its next batch
+  bool final_read_ = false;
 };
 
 // "cpu12" -> 12 for prefix "cpu"; nullopt when the name is not prefix + digits.

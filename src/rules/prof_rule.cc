@@ -17,7 +17,8 @@ ParamSpec ScanIntervalSpec() {
 }
 
 Status ProfilerRule::OnBind() {
-  feed_ = std::make_unique<ProfilerFeed>(nullptr, data().ProfilerDir());
+  feed_ = &data().profiler_feed();
+  subscriber_ = feed_->Subscribe();
   return Status::OK();
 }
 
@@ -27,7 +28,7 @@ Result<Verdict> ProfilerRule::OnTick(int64_t now_micros) {
   if (polled_ && now_micros - last_poll_us_ < kPollIntervalUs) return Verdict::NotMet();
   polled_ = true;
   last_poll_us_ = now_micros;
-  return Consume(feed_->Poll(/*final=*/false));
+  return Consume(*feed_->Take(subscriber_, /*final=*/false));
 }
 
 Result<Verdict> ProfilerRule::Finish(int64_t) {
@@ -36,7 +37,7 @@ Result<Verdict> ProfilerRule::Finish(int64_t) {
   while (feed_->TimelineOpen() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  Verdict v = Consume(feed_->Poll(/*final=*/true));
+  Verdict v = Consume(*feed_->Take(subscriber_, /*final=*/true));
   OnEnd(&v);
   return v;
 }
@@ -79,7 +80,7 @@ void ProfilerRule::AfterBatch(Verdict*) {}
 void ProfilerRule::OnEnd(Verdict*) {}
 
 std::string ProfilerRule::StatusNote() const {
-  if (NeedsGpu() && !feed_->saw_gpu()) {
+  if (NeedsGpu() && !feed().saw_gpu()) {
     return "no GPU metrics were recorded (no NVIDIA GPU, or NVML could not be loaded, where the "
            "training ran), so there was nothing for this GPU rule to check";
   }
@@ -108,7 +109,7 @@ int64_t ProfilerRule::StepAt(int64_t ts_us) const {
 }
 
 std::string ProfilerRule::When(int64_t ts_us) const {
-  std::string s = Num(static_cast<double>(ts_us - feed_->first_us()) / 1e6) + " s into the run";
+  std::string s = Num(static_cast<double>(ts_us - feed().first_us()) / 1e6) + " s into the run";
   const int64_t step = StepAt(ts_us);
   if (step >= 0) s += " (step " + std::to_string(step) + ")";
   return s;

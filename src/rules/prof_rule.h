@@ -1,8 +1,8 @@
 // ProfilerRule: the base of the built-in profiler rules (docs/rules/README.md, "Profiler rules").
 // A profiler rule does not look at tensors: on every tick of the runner (at most once per second
 // of the runner's clock) it reads what the profiler wrote since the last look (ProfilerFeed:
-// system samples, framework timeline events) and updates bounded statistics; it may fire at any
-// time. At Finish it waits (up to 10 s) for the timeline file still being written, reads the rest
+// system samples, framework timeline events; one reading shared by the profiler rules of a
+// runner) and updates bounded statistics; it may fire at any time. At Finish it waits (up to 10 s) for the timeline file still being written, reads the rest
 // and draws its conclusions.
 //
 // Findings carry the node/series in `tensor` (e.g. "algo-1/gpu0"), the training step when the
@@ -52,7 +52,7 @@ class ProfilerRule : public BuiltinRule {
   // Bytes of the rule's own state.
   virtual size_t OwnStateBytes() const { return 0; }
 
-  const ProfilerFeed& feed() const { return *feed_; }
+  const ProfilerFeed& feed() const { return feed_->feed(); }
   int64_t datapoints() const { return datapoints_; }
   int64_t framework_events() const { return framework_events_; }
   // The training step running at ts (from step events seen so far), -1 if unknown.
@@ -72,7 +72,8 @@ class ProfilerRule : public BuiltinRule {
 
  private:
   Verdict Consume(const ProfilerBatch& batch);
-  std::unique_ptr<ProfilerFeed> feed_;
+  SharedProfilerFeed* feed_ = nullptr;  // data()'s, shared with its other profiler rules
+  size_t subscriber_ = 0;
   int64_t last_poll_us_ = 0;
   bool polled_ = false;
   int64_t datapoints_ = 0;

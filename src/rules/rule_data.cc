@@ -4,6 +4,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "rules/prof_feed.h"
 #include "trainscope/env.h"
 
 namespace trainscope {
@@ -84,6 +85,13 @@ Result<size_t> RuleData::OpenTrial(const std::string& path) {
 
 std::string RuleData::ProfilerDir() const {
   return options_.profiler_dir.empty() ? trials_[0]->path() : options_.profiler_dir;
+}
+
+rules_internal::SharedProfilerFeed& RuleData::profiler_feed() {
+  if (!profiler_feed_) {
+    profiler_feed_ = std::make_unique<rules_internal::SharedProfilerFeed>(nullptr, ProfilerDir());
+  }
+  return *profiler_feed_;
 }
 
 int64_t RuleData::NowMicros() const {

@@ -39,7 +39,7 @@ def _env():
 
 
 def _workers_of(trial):
-    """pid -> rule of the running `trainscope rule-worker` processes of `trial`."""
+    """pid -> the rules (a tuple) of the running `trainscope rule-worker` processes of `trial`."""
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -50,7 +50,8 @@ def _workers_of(trial):
             continue
         args = [a.decode() for a in argv if a]
         if "rule-worker" in args and str(trial) in args and "--rule" in args:
-            found[int(pid)] = args[args.index("--rule") + 1].split(":")[0]
+            found[int(pid)] = tuple(args[i + 1].split(":")[0] for i, a in enumerate(args)
+                                    if a == "--rule")
     return found
 
 
@@ -201,7 +202,7 @@ def test_a_killed_rule_worker_is_an_error_and_the_training_goes_on(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers = _wait_for(lambda: _workers_of(trial) if len(_workers_of(trial)) == 2 else None,
                         what="two rule workers")
-    victim = next(pid for pid, rule in workers.items() if rule == "ExplodingTensor")
+    victim = next(pid for pid, rules in workers.items() if rules == ("ExplodingTensor",))
     os.kill(victim, signal.SIGKILL)
     out, err = p.communicate(timeout=120)
     summary = _summary(out)
@@ -214,6 +215,86 @@ def test_a_killed_rule_worker_is_an_error_and_the_training_goes_on(tmp_path):
     assert p.returncode == summary["exit_code"] == 6  # no issues, but a rule in Error
     assert "rule ExplodingTensor: its worker was killed by signal 9" in err
     assert _status_json(trial)[0] == 6
+
+
+def test_rules_of_a_kind_share_one_worker_unless_isolated(tmp_path):
+    """The built-in debugging rules share one worker (one reading of each step), the profiler
+    rules another; a worker killed takes down only its own rules, each reported in Error with how
+    to rerun it. --isolate-rules starts one worker per rule."""
+    rules = ["--rule", "ExplodingTensor", "--rule", "LossNotDecreasing", "--rule",
+             "MaxInitializationTime", "--rule", "CPUBottleneck"]
+    trial = tmp_path / "shared"
+    p = subprocess.Popen(_run_argv(trial, "--json", *rules, code=SLEEPER.format(4)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = _wait_for(lambda: _workers_of(trial) if len(_workers_of(trial)) == 2 else None,
+                        what="two rule workers")
+    assert sorted(sorted(r) for r in workers.values()) == [
+        ["CPUBottleneck", "MaxInitializationTime"], ["ExplodingTensor", "LossNotDecreasing"]]
+    victim = next(pid for pid, r in workers.items() if "ExplodingTensor" in r)
+    os.kill(victim, signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    by_rule = {r["rule"]: r for r in _summary(out)["rules"]}
+    for rule in ("ExplodingTensor", "LossNotDecreasing"):
+        assert by_rule[rule]["status"] == "Error"
+        assert "killed by signal 9" in by_rule[rule]["message"]
+        assert f"trainscope rule-worker {trial} --rule '{rule}'" in by_rule[rule]["message"]
+        assert f"rule {rule}: its worker was killed by signal 9" in err
+    assert by_rule["MaxInitializationTime"]["status"] == "NoIssuesFound"
+    assert by_rule["CPUBottleneck"]["status"] == "NoIssuesFound"
+    assert p.returncode == 6
+
+    trial = tmp_path / "isolated"
+    p = subprocess.Popen(_run_argv(trial, "--json", "--isolate-rules", *rules,
+                                   code=SLEEPER.format(3)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = _wait_for(lambda: _workers_of(trial) if len(_workers_of(trial)) == 4 else None,
+                        what="four rule workers")
+    assert sorted(workers.values()) == [("CPUBottleneck",), ("ExplodingTensor",),
+                                        ("LossNotDecreasing",), ("MaxInitializationTime",)]
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 6  # the debugging rules never got tensors: Error, as before
+
+
+NAN_LOSS = r"""
+import sys, torch
+import trainscope.pytorch as ts
+hook = ts.Hook(out_dir=sys.argv[1], save_config=ts.SaveConfig(save_interval=1))
+for step in range(12):
+    hook.step()
+    hook.save_tensor("loss", torch.tensor([float("nan") if step >= 5 else 1.0]), "losses")
+hook.close()
+"""
+
+
+def test_one_worker_evaluates_several_rules_each_with_its_own_status_and_actions(tmp_path):
+    """`trainscope rule-worker DIR --rule A --rule B ...` on a finished trial: each rule gets its
+    own status and its own actions; a rule that cannot be created is in Error alone; debugging
+    and profiler rules are refused together, with what to do."""
+    trial = tmp_path / "trial"
+    subprocess.run([sys.executable, "-c", NAN_LOSS, str(trial)], check=True, env=_env(),
+                   timeout=120)
+    p = subprocess.run([CLI, "rule-worker", str(trial), "--rule", "ExplodingTensor@stop",
+                        "--rule", "LossNotDecreasing:bogus=1", "--rule", "AllZero:tensor_regex=x",
+                        "--rule", "VanishingGradient"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr  # a rule in Error
+    status = {r: json.loads((trial / "rule-output" / r / "status.json").read_text())
+              for r in ("ExplodingTensor", "LossNotDecreasing", "AllZero", "VanishingGradient")}
+    assert status["ExplodingTensor"]["status"] == "IssuesFound"
+    assert status["ExplodingTensor"]["first_finding_step"] == 5
+    assert status["LossNotDecreasing"]["status"] == "Error"
+    assert "unknown parameter 'bogus'" in status["LossNotDecreasing"]["message"]
+    assert status["AllZero"]["status"] == "NoIssuesFound"
+    assert status["VanishingGradient"]["status"] == "NoIssuesFound"
+    assert all(s["finished"] for s in status.values())
+    # Only ExplodingTensor's own action (stop) ran: the request names it.
+    stop = json.loads((trial / "rule-output" / "stop_training.json").read_text())
+    assert stop["rule"] == "ExplodingTensor", stop
+
+    p = subprocess.run([CLI, "rule-worker", str(trial), "--rule", "ExplodingTensor", "--rule",
+                        "CPUBottleneck"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "all debugging rules or all profiler rules: start one worker for each kind" in p.stderr
 
 
 def test_a_rule_worker_stuck_past_the_rules_timeout_is_killed_and_reported(tmp_path):

@@ -176,7 +176,10 @@ struct ProfilerCaseOutcome {
   size_t state_bytes = 0;  // Rule::StateBytes() at the end
 };
 
-inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rule_name) {
+// `companions`: more rules (default parameters) evaluated by the same runner beside the case's
+// rule, as `trainscope run`'s profiler worker does; the outcome is the case's rule's.
+inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rule_name,
+                                           const std::vector<std::string>& companions = {}) {
   ProfilerCaseOutcome out;
   std::map<std::string, std::string> params;
   if (c.contains("params")) {
@@ -215,6 +218,16 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
   ro.now_micros = [&clock_us]() { return clock_us; };
   ro.status_interval = std::chrono::milliseconds(0);
   RuleRunner runner(std::shared_ptr<Trial>(std::move(trial).value()), ro);
+  // The companions first: the case's rule is then the last to read in each round, so it gets
+  // what an earlier rule's read brought in.
+  for (const auto& name : companions) {
+    if (name == rule_name) continue;
+    auto companion = CreateRule(name, {});
+    EXPECT_TRUE(companion.ok()) << companion.status().ToString();
+    if (companion.ok()) {
+      EXPECT_TRUE(runner.AddRule(std::move(companion).value()).ok());
+    }
+  }
   EXPECT_TRUE(runner.AddRule(std::move(rule).value()).ok());
 
   TimelineWriterOptions to;

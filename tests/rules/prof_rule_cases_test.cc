@@ -91,6 +91,33 @@ TEST_P(ProfilerRuleCaseTest, Verdict) {
   }
 }
 
+// `trainscope run` evaluates the profiler rules in one runner, which reads the profile once for
+// all of them (SharedProfilerFeed): each case's rule, evaluated beside every other profiler rule,
+// must find exactly what it finds alone.
+TEST_P(ProfilerRuleCaseTest, SameVerdictBesideEveryOtherProfilerRule) {
+  const CaseFile& cf = GetParam();
+  Json c = Json::parse(ReadText(cf.path.string()), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(c.is_discarded()) << cf.path << " is not valid JSON";
+  const std::string rule = c.value("rule", cf.rule);
+  std::vector<std::string> others;
+  for (const auto& name : RuleNames()) {
+    if (DescribeRule(name)->kind == "profiler" && name != rule) others.push_back(name);
+  }
+  ASSERT_EQ(others.size(), 11u);
+  ProfilerCaseOutcome alone = RunProfilerCase(c, rule);
+  if (!alone.created) return;  // a create_error case
+  ProfilerCaseOutcome beside = RunProfilerCase(c, rule, others);
+  auto text = [](const ProfilerCaseOutcome& o) {
+    std::string t = o.status.value("status", std::string()) + ": " +
+                    o.status.value("message", std::string());
+    for (const auto& f : o.findings) {
+      t += "\n  step " + std::to_string(f.step) + " " + f.tensor + ": " + f.explanation;
+    }
+    return t;
+  };
+  EXPECT_EQ(text(beside), text(alone));
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, ProfilerRuleCaseTest,
                          ::testing::ValuesIn(ListCaseFiles("profiler_cases")), CaseTestName);
 

@@ -30,6 +30,10 @@
 #include "trainscope/trial.h"
 
 namespace trainscope {
+namespace rules_internal {
+class SharedProfilerFeed;
+}  // namespace rules_internal
+
 
 // Which tensors a rule looks at: the union of the named collections and of the regexes
 // (smdebug's collection_names and tensor_regex). An empty selection selects every tensor when
@@ -81,6 +85,10 @@ class RuleData {
   // The folder holding the profiler's system/ and framework/ (RuleDataOptions::profiler_dir, else
   // the base trial's path).
   std::string ProfilerDir() const;
+  // The reader of ProfilerDir()'s system/ and framework/ that the profiler rules bound to this
+  // RuleData share (made at the first call), so each file is parsed once however many rules
+  // read it (src/rules/prof_feed.h).
+  rules_internal::SharedProfilerFeed& profiler_feed();
 
   // The step's mode and mode step in the base trial (kGlobal, step if unknown). Cached.
   std::pair<Mode, int64_t> StepMode(int64_t global_step);
@@ -121,6 +129,7 @@ class RuleData {
   // Most recently used first.
   std::list<std::pair<std::pair<size_t, int64_t>, std::unique_ptr<StepCache>>> cache_;
   std::map<std::pair<size_t, std::string>, std::unique_ptr<Matcher>> matchers_;
+  std::unique_ptr<rules_internal::SharedProfilerFeed> profiler_feed_;
   RuleDataStats stats_;
 };
 
