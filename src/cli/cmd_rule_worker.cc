@@ -38,7 +38,7 @@ struct WorkerOptions {
   std::string dir;
   std::vector<std::string> rules;  // --rule, once or more: evaluated by one runner
   std::string rule_file;           // a custom Python rule instead of --rule
-  std::string python;     // its interpreter (default: ResolvePython({}))
+  std::string python;              // its interpreter (default: ResolvePython({}))
   std::vector<std::string> actions;
 };
 
@@ -259,7 +259,7 @@ int RunWorker(const WorkerOptions& o) {
   // Each rule's actions: --action's for every rule, then its spec's own. Rules with the same
   // actions share one ActionSet (its min_interval_s is kept per rule).
   std::map<std::string, std::unique_ptr<ActionSet>> action_sets;  // by action spec
-  std::map<std::string, ActionSet*> actions_of;                    // by rule
+  std::map<std::string, ActionSet*> actions_of;                   // by rule
   bool some_failed = w.some_failed;
   for (size_t i = 0; i < w.rules.size();) {
     std::string all_actions;
@@ -329,8 +329,8 @@ int RunWorker(const WorkerOptions& o) {
 
 void RegisterRuleWorker(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<WorkerOptions>();
-  auto* cmd = app.add_subcommand("rule-worker",
-                                 "Evaluate rules on a trial as it grows (started by `run`)");
+  auto* cmd =
+      app.add_subcommand("rule-worker", "Evaluate rules on a trial as it grows (started by `run`)");
   cmd->add_option("dir", o->dir, "Trial folder")->required();
   cmd->add_option("--rule", o->rules,
                   "NAME[:KEY=VALUE,...][@ACTIONS]; repeatable: the rules (all debugging or all "

@@ -222,8 +222,7 @@ std::shared_ptr<const ProfilerBatch> SharedProfilerFeed::Take(size_t id, bool fi
     auto merged = std::make_shared<ProfilerBatch>();
     for (uint64_t q = next; q < now_end; ++q) {
       const ProfilerBatch& b = *batches_[q - first_seq_];
-      merged->datapoints.insert(merged->datapoints.end(), b.datapoints.begin(),
-                                b.datapoints.end());
+      merged->datapoints.insert(merged->datapoints.end(), b.datapoints.begin(), b.datapoints.end());
       merged->framework.insert(merged->framework.end(), b.framework.begin(), b.framework.end());
     }
     std::stable_sort(merged->datapoints.begin(), merged->datapoints.end(),

@@ -110,7 +110,7 @@ class SharedProfilerFeed {
  private:
   ProfilerFeed feed_;
   std::deque<std::shared_ptr<const ProfilerBatch>> batches_;
-  uint64_t first_seq_ = 0;     // sequence number of batches_.front()
+  uint64_t first_seq_ = 0;      // sequence number of batches_.front()
   std::vector<uint64_t> next_;  // per subscriber: the sequence number of its next batch
   bool final_read_ = false;
 };

@@ -2,8 +2,8 @@
 // A profiler rule does not look at tensors: on every tick of the runner (at most once per second
 // of the runner's clock) it reads what the profiler wrote since the last look (ProfilerFeed:
 // system samples, framework timeline events; one reading shared by the profiler rules of a
-// runner) and updates bounded statistics; it may fire at any time. At Finish it waits (up to 10 s) for the timeline file still being written, reads the rest
-// and draws its conclusions.
+// runner) and updates bounded statistics; it may fire at any time. At Finish it waits (up to 10 s)
+// for the timeline file still being written, reads the rest and draws its conclusions.
 //
 // Findings carry the node/series in `tensor` (e.g. "algo-1/gpu0"), the training step when the
 // timeline says which step ran at that time, and the data's time in the explanation.

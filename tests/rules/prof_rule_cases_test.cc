@@ -108,8 +108,8 @@ TEST_P(ProfilerRuleCaseTest, SameVerdictBesideEveryOtherProfilerRule) {
   if (!alone.created) return;  // a create_error case
   ProfilerCaseOutcome beside = RunProfilerCase(c, rule, others);
   auto text = [](const ProfilerCaseOutcome& o) {
-    std::string t = o.status.value("status", std::string()) + ": " +
-                    o.status.value("message", std::string());
+    std::string t =
+        o.status.value("status", std::string()) + ": " + o.status.value("message", std::string());
     for (const auto& f : o.findings) {
       t += "\n  step " + std::to_string(f.step) + " " + f.tensor + ": " + f.explanation;
     }

@@ -34,7 +34,6 @@ namespace rules_internal {
 class SharedProfilerFeed;
 }  // namespace rules_internal
 
-
 // Which tensors a rule looks at: the union of the named collections and of the regexes
 // (smdebug's collection_names and tensor_regex). An empty selection selects every tensor when
 // all_if_empty, else none.
