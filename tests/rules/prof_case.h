@@ -129,6 +129,8 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       const std::string phase = st.value("phase", std::string("Step:ModeKeys.TRAIN"));
       const int64_t ms = static_cast<int64_t>(st.value("ms", 20.0) * 1000);
       const int64_t data_us = static_cast<int64_t>(st.value("data_ms", 0.0) * 1000);
+      // The loop's own work inside the step, before the model's spans (a batch made in the loop).
+      const int64_t loop_us = static_cast<int64_t>(st.value("loop_ms", 0.0) * 1000);
       const int64_t every = st.value("stall_every", int64_t{0});
       const int64_t stall_us = static_cast<int64_t>(st.value("stall_ms", 0.0) * 1000);
       const int workers = st.value("workers", 0);
@@ -143,7 +145,7 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
         if (jitter > 0)
           d = std::max<int64_t>(1, static_cast<int64_t>(ms * (1 + jitter * noise(rng))));
         if (every > 0 && step % every == every - 1) d += stall_us;
-        if (t + data_us + d > t0 + dur_us) break;
+        if (t + data_us + loop_us + d > t0 + dur_us) break;
         for (int w = 0; w < workers; ++w) {
           spans->push_back(
               {"DataLoaderWorker", "DataLoaderWorker", t, std::max<int64_t>(data_us, 1)});
@@ -152,12 +154,13 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
           spans->push_back({"DataLoaderIter", "DataLoaderIter::GetNext", t, data_us, step});
         t += data_us;
         const bool phased = step % phases_every == 0;
-        spans->push_back({phase, "Step", t, d, step, !phased});
+        spans->push_back({phase, "Step", t, loop_us + d, step, !phased});
         if (phased) {
-          spans->push_back({"Forward", "forward", t, d / 3, step});
-          spans->push_back({"Backward(post-forward)", "backward", t + d / 3, d / 2, step});
+          spans->push_back({"Forward", "forward", t + loop_us, d / 3, step});
+          spans->push_back(
+              {"Backward(post-forward)", "backward", t + loop_us + d / 3, d / 2, step});
         }
-        t += d;
+        t += loop_us + d;
         ++step;
       }
     }

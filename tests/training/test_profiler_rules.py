@@ -53,6 +53,7 @@ CASES = {
     "memory_no_leak": (["memory_leak.py", "--no-leak"], None),
     "slow_dataloader": (["slow_dataloader.py"], "Dataloader"),
     "step_stall": (["step_stall.py"], "StepOutlier"),
+    "batches_in_the_loop": (["batches_in_the_loop.py"], "Dataloader"),
     "memory_leak": (["memory_leak.py"], "HostMemoryGrowth"),
 }
 
