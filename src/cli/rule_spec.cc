@@ -104,11 +104,12 @@ std::vector<std::string> DefaultRuleNames() {
   return {"ExplodingTensor", "VanishingGradient", "LossNotDecreasing", "DeadRelu",
           "SaturatedActivation", "WeightUpdateRatio", "PoorWeightInitialization", "UnchangedTensor",
           "Overfit", "Overtraining", "CheckInputImages", "NLPSequenceRatio", "StalledTrainingRule",
-          // Profiler rules that judge the machine's use, not a configuration choice (not
-          // StepOutlier, Dataloader, BatchSize), and ProfilerReport's two summaries.
+          // The profiler rules but BatchSize (a small batch on a big GPU may be the point, and
+          // a sizing hint must not stop a healthy training under --action stop), with
+          // ProfilerReport's two summaries.
           "LowGPUUtilization", "GPUMemoryIncrease", "MaxInitializationTime", "HostMemoryGrowth",
-          "CPUBottleneck", "IOBottleneck", "LoadBalancing", "OverallSystemUsage",
-          "OverallFrameworkMetrics"};
+          "CPUBottleneck", "IOBottleneck", "LoadBalancing", "StepOutlier", "Dataloader",
+          "OverallSystemUsage", "OverallFrameworkMetrics"};
 }
 
 }  // namespace trainscope::cli

@@ -267,7 +267,8 @@ def trainscope_bin():
 
 
 class CliRun(ProgramRun):
-    """One program run under `trainscope run` with every applicable rule (one rule worker each);
+    """One program run under `trainscope run` with every applicable rule (the debugging rules in
+    one worker, the profiler rules in another);
     the results come from the command's --json summary."""
 
     mode = "trainscope-run"
