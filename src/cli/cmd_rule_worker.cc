@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cli/commands.h"
@@ -148,9 +149,16 @@ Result<WorkerRules> CreateWorkerRules(const WorkerOptions& o) {
     specs.push_back(std::move(*spec));
   }
   // One worker evaluates rules of one kind: debugging rules follow the trial's steps, profiler
-  // rules its profile on a stub trial (see OpenProfilerStub).
+  // rules its profile on a stub trial (see OpenProfilerStub); each rule once (its output folder
+  // is its name).
   size_t profilers = 0;
+  std::set<std::string> names;
   for (const auto& spec : specs) {
+    if (!names.insert(spec.name).second) {
+      return Status::InvalidArgument("rule " + spec.name +
+                                     " is given twice: give each rule once (its output folder, "
+                                     "rule-output/" + spec.name + "/, is its name)");
+    }
     auto info = DescribeRule(spec.name);
     if (!custom && info.ok() && info->kind == "profiler") ++profilers;
   }

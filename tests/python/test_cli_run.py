@@ -295,6 +295,10 @@ def test_one_worker_evaluates_several_rules_each_with_its_own_status_and_actions
                         "CPUBottleneck"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "all debugging rules or all profiler rules: start one worker for each kind" in p.stderr
+    p = subprocess.run([CLI, "rule-worker", str(trial), "--rule", "ExplodingTensor", "--rule",
+                        "ExplodingTensor:only_nan=True"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "rule ExplodingTensor is given twice: give each rule once" in p.stderr
 
 
 def test_a_rule_worker_stuck_past_the_rules_timeout_is_killed_and_reported(tmp_path):
