@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "torch/torch_error.h"
 #include "trainscope/tensor_names.h"
 #include "trainscope/thread_annotations.h"
-#include "torch/torch_error.h"
 
 namespace trainscope {
 

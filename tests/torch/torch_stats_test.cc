@@ -46,11 +46,11 @@ void ExpectSameValue(double got, double want, const std::string& what) {
 // TorchTensorStats's, for every single field and for all of them at once.
 TEST(TorchStatsOnDevice, IsOneFloat64VectorInFieldOrderWithTorchTensorStatsValues) {
   const std::vector<torch::Tensor> cases = Cases();
-  std::vector<StatsFieldSet> sets = {StatsFieldSet::All(),
-                                     {StatsField::kAbsM2, StatsField::kMin, StatsField::kCount},
-                                     FieldsRead({{ReductionOp::kStd, false},
-                                                 {ReductionOp::kL2, false},
-                                                 {ReductionOp::kMax, true}})};
+  std::vector<StatsFieldSet> sets = {
+      StatsFieldSet::All(),
+      {StatsField::kAbsM2, StatsField::kMin, StatsField::kCount},
+      FieldsRead(
+          {{ReductionOp::kStd, false}, {ReductionOp::kL2, false}, {ReductionOp::kMax, true}})};
   for (size_t i = 0; i < kNumStatsFields; ++i) sets.push_back({static_cast<StatsField>(i)});
   for (size_t c = 0; c < cases.size(); ++c) {
     for (const StatsFieldSet& fields : sets) {

@@ -61,8 +61,7 @@ PYBIND11_MODULE(_torch_stats, m) {
       "trainscope's on-device tensor statistics (LibTorch), for trainscope.pytorch's hook: "
       "src/torch's TorchStatsOnDevice.";
   m.attr("TORCH_VERSION") = TRAINSCOPE_TORCH_VERSION;  // the torch it was built against
-  m.def("stats_on_device", &trainscope::python::StatsOnDevice, py::arg("tensor"),
-        py::arg("fields"),
+  m.def("stats_on_device", &trainscope::python::StatsOnDevice, py::arg("tensor"), py::arg("fields"),
         "The statistics named in `fields` (names as in _core.STATS_FIELDS; 'count' is left out) "
         "of `tensor`, computed with torch operations where the tensor lives, as ONE 1-D float64 "
         "tensor on its device, not synchronised: the values in _core.STATS_FIELDS' order, "
