@@ -12,10 +12,12 @@
 #                                   the FILEs given, compiled as build/ compiles them
 #                                   (build/compile_commands.json); all of src/ and python/src/
 #                                   is the suite's scope. --libraries: the library modules only
-#                                   (not cli/, torch/, the bindings). CPU time here: the libraries (118 files) 8.9
-#                                   minutes, cli/ and torch/ (14 files) 3.4 more (torch_hook.cc
-#                                   alone 0.5), so all of src/ about 12.3, some 6 minutes on 2
-#                                   idle cores. src/torch/.clang-tidy says what differs there.
+#                                   (not cli/, torch/, the bindings). CPU time here: the
+#                                   libraries (118 files) 8.9 minutes, cli/ and torch/ (14, now
+#                                   15) 3.4 more (torch_hook.cc alone 0.5), python/src/ (12
+#                                   files) about 2.5 more (with torch/'s two files: 3.0), so in
+#                                   all about 15, some 7.5 minutes on 2 idle cores.
+#                                   src/torch/.clang-tidy says what differs there.
 #   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
 #                                   given; with none, over every tracked C/C++ file (the suite:
 #                                   a clean clone has nothing "changed", so only the whole tree

@@ -22,6 +22,7 @@ The same code runs on CPU tensors (tests use it to check the statistics against 
 """
 
 import importlib
+import threading
 import warnings
 
 import torch
@@ -43,6 +44,7 @@ def needed_fields(reductions):
 
 # The extension, loaded at the first tensor on a device: (stats_on_device or None, why not).
 _extension = None
+_extension_lock = threading.Lock()  # gradient hooks may run on autograd's threads
 
 
 def _load_extension():
@@ -61,11 +63,14 @@ def stats_function():
     be used: then the first call warns, once, why and how to fix it."""
     global _extension
     if _extension is None:
-        try:
-            _extension = (_load_extension(), None)
-        except ImportError as e:
-            _extension = (None, str(e))
-            warnings.warn(fallback_message(_extension[1]), RuntimeWarning, stacklevel=2)
+        with _extension_lock:
+            if _extension is None:
+                try:
+                    _extension = (_load_extension(), None)
+                except ImportError as e:
+                    _extension = (None, str(e))
+                    warnings.warn(fallback_message(_extension[1]), RuntimeWarning,
+                                  stacklevel=2)
     return _extension[0]
 
 
