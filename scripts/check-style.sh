@@ -7,13 +7,17 @@
 #   check-style.sh tidy [--libraries|FILE...]
 #                                   clang-tidy with .clang-tidy (Google naming, bugprone,
 #                                   performance; warnings are errors) over the C++ sources of
-#                                   src/ (or the FILEs given), compiled as build/ compiles them
-#                                   (build/compile_commands.json); all of src/ is the suite's
-#                                   scope. --libraries: the library modules only (not cli/,
-#                                   torch/). CPU time here: the libraries (118 files) 8.9
-#                                   minutes, cli/ and torch/ (14 files) 3.4 more (torch_hook.cc
-#                                   alone 0.5), so all of src/ about 12.3, some 6 minutes on 2
-#                                   idle cores. src/torch/.clang-tidy says what differs there.
+#                                   src/ and python/src/ (the bindings, where build/ compiles
+#                                   them, the torch extension's python/src/torch/ included), or
+#                                   the FILEs given, compiled as build/ compiles them
+#                                   (build/compile_commands.json); all of src/ and python/src/
+#                                   is the suite's scope. --libraries: the library modules only
+#                                   (not cli/, torch/, the bindings). CPU time here: the
+#                                   libraries (118 files) 8.9 minutes, cli/ and torch/ (14, now
+#                                   15) 3.4 more (torch_hook.cc alone 0.5), python/src/ (12
+#                                   files) about 2.5 more (with torch/'s two files: 3.0), so in
+#                                   all about 15, some 7.5 minutes on 2 idle cores.
+#                                   src/torch/.clang-tidy says what differs there.
 #   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
 #                                   given; with none, over every tracked C/C++ file (the suite:
 #                                   a clean clone has nothing "changed", so only the whole tree
@@ -85,7 +89,7 @@ check_tidy() {
   elif (($#)); then
     files=("$@")
   else
-    mapfile -t files < <(db_sources | sort -u)
+    mapfile -t files < <(db_sources --bindings | sort -u)
   fi
   ((${#files[@]})) || { echo "check-style: no C++ sources to check" >&2; return 1; }
   echo "clang-tidy over ${#files[@]} file(s), $JOBS at a time"

@@ -3,6 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
+
 #include "trainscope/modes.h"
 
 namespace trainscope::python {
@@ -10,6 +12,22 @@ namespace trainscope::python {
 // Accepts 1..4, a ModeKeys-like enum (anything with an int `.value`), or a mode name
 // ("TRAIN", "ModeKeys.EVAL"...). Throws ValueError otherwise.
 Mode ModeFromPython(pybind11::handle mode);
+
+// Destroys what `owner` holds (a hook, a writer: destroying it closes it, which waits for its
+// threads) with the GIL released when this thread holds it, since those threads may need the GIL
+// (to drop borrowed tensors). For destructors: never throws; if the GIL cannot be released
+// (pybind11 fails, e.g. while the interpreter shuts down) it destroys it with the GIL held.
+template <typename T>
+void ResetWithoutGil(std::unique_ptr<T>& owner) noexcept {
+  if (PyGILState_Check()) {
+    try {
+      pybind11::gil_scoped_release release;
+      owner.reset();
+    } catch (...) {  // from gil_scoped_release only: reset() does not throw
+    }
+  }
+  owner.reset();  // without the GIL, or after a failed release (no-op when done above)
+}
 
 void RegisterWriter(pybind11::module_& m);
 void RegisterTrial(pybind11::module_& m);

@@ -181,12 +181,7 @@ class PyHook {
   explicit PyHook(std::unique_ptr<Hook> hook) : hook_(std::move(hook)) {}
   ~PyHook() {
     // Closing waits for the writer thread, which may need the GIL to drop borrowed tensors.
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      hook_.reset();
-    } else {
-      hook_.reset();
-    }
+    ResetWithoutGil(hook_);
   }
 
   // The hook without mu_, for the bindings' calls that take only the GIL (config, collections,
@@ -239,7 +234,7 @@ class PyHook {
   }
 
   // Saves many (name, value) pairs: one lock, conversions first, then the C++ work.
-  int SaveMany(py::sequence items) {
+  int SaveMany(const py::sequence& items) {
     py::gil_scoped_release release;
     MutexLock lock(&mu_);
     if (!hook_->is_saving_step()) return 0;
@@ -355,7 +350,7 @@ class PyHook {
   std::unique_ptr<Hook> hook_ TS_PT_GUARDED_BY(mu_);  // h() reads it without mu_
 };
 
-HookConfig HookConfigFromDict(py::dict d) {
+HookConfig HookConfigFromDict(const py::dict& d) {
   HookConfig c;
   auto has = [&](const char* k) { return d.contains(k) && !d[k].is_none(); };
   if (has("out_dir")) c.out_dir = d["out_dir"].cast<std::string>();
@@ -419,7 +414,7 @@ void RegisterCapture(py::module_& m) {
   m.attr("STATS_FIELDS") = FieldNames(StatsFieldSet::All());
   m.def(
       "stats_fields_for",
-      [](py::iterable reductions) {
+      [](const py::iterable& reductions) {
         std::vector<Reduction> rs;
         for (py::handle item : reductions) {
           if (py::isinstance<py::str>(item)) {
@@ -440,13 +435,15 @@ void RegisterCapture(py::module_& m) {
 
   m.def(
       "check_save_config_mode",
-      [](py::dict d, const std::string& what) { ThrowIfError(SaveModeFromDict(d).Validate(what)); },
+      [](const py::dict& d, const std::string& what) {
+        ThrowIfError(SaveModeFromDict(d).Validate(what));
+      },
       py::arg("params"), py::arg("what") = "SaveConfigMode",
       "Raises ValueError if {save_interval, start_step, end_step, save_steps} is invalid.");
   py::class_<SaveConfigMode>(m, "SaveSchedule",
                              "The save schedule of one mode (SaveConfigMode::ShouldSave, the "
                              "hook's own): schedule(mode_step) is True if that step is saved.")
-      .def(py::init([](py::dict d) {
+      .def(py::init([](const py::dict& d) {
              SaveConfigMode mode = SaveModeFromDict(d);
              ThrowIfError(mode.Validate("SaveConfigMode"));
              return mode;
@@ -457,12 +454,14 @@ void RegisterCapture(py::module_& m) {
   m.def(
       "check_reduction_config",
       // Only its checks matter: it raises ValueError on an invalid config.
-      [](py::dict d, const std::string& what) { (void)ReductionConfigFromDict(d, what); },
+      [](const py::dict& d, const std::string& what) { (void)ReductionConfigFromDict(d, what); },
       py::arg("params"), py::arg("what") = "ReductionConfig",
       "Raises ValueError if the reduction lists or flags are invalid.");
   m.def(
       "reductions_string",
-      [](py::dict d) { return ReductionConfigFromDict(d, "ReductionConfig").ReductionsString(); },
+      [](const py::dict& d) {
+        return ReductionConfigFromDict(d, "ReductionConfig").ReductionsString();
+      },
       "smdebug's one-string form of a reduction config ('mean,l2_norm,abs_max').");
   m.def(
       "parse_reductions",
@@ -491,7 +490,7 @@ void RegisterCapture(py::module_& m) {
       .def_property(
           "reduction_config",
           [](const PyCollection& p) { return ReductionConfigToDict(p.c->reduction_config()); },
-          [](PyCollection& p, py::object d) {
+          [](PyCollection& p, const py::object& d) {
             const std::string what = "collection '" + p.c->name() + "': reduction_config";
             ThrowIfError(p.c->set_reduction_config(
                 d.is_none() ? std::nullopt
@@ -499,7 +498,7 @@ void RegisterCapture(py::module_& m) {
           })
       .def_property(
           "save_config", [](const PyCollection& p) { return SaveConfigToDict(p.c->save_config()); },
-          [](PyCollection& p, py::object d) {
+          [](PyCollection& p, const py::object& d) {
             const std::string what = "collection '" + p.c->name() + "': save_config";
             ThrowIfError(p.c->set_save_config(
                 d.is_none() ? std::nullopt
@@ -512,14 +511,14 @@ void RegisterCapture(py::module_& m) {
       .def("same_as", [](const PyCollection& p, const PyCollection& o) { return p.c == o.c; });
 
   py::class_<PyHook>(m, "Hook", "The C++ capture hook (trainscope/hook.h).")
-      .def(py::init([](py::dict config) {
+      .def(py::init([](const py::dict& config) {
              HookConfig c = HookConfigFromDict(config);
              return std::make_unique<PyHook>(ValueOrThrow(Hook::Create(std::move(c))));
            }),
            py::arg("config"))
       .def_static(
           "from_json_file",
-          [](const std::string& path, py::dict overrides) {
+          [](const std::string& path, const py::dict& overrides) {
             HookConfig c = ValueOrThrow(LoadHookConfigFile(path));
             if (overrides.contains("rank")) c.rank = overrides["rank"].cast<int>();
             if (overrides.contains("world_size"))

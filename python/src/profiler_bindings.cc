@@ -57,14 +57,7 @@ class PyTimelineWriter {
  public:
   explicit PyTimelineWriter(std::unique_ptr<TimelineWriter> w)
       : w_(std::move(w)), pid_(static_cast<int64_t>(getpid())) {}
-  ~PyTimelineWriter() {
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      w_.reset();
-    } else {
-      w_.reset();
-    }
-  }
+  ~PyTimelineWriter() { ResetWithoutGil(w_); }
   TimelineWriter& w() { return *w_; }
 
   // smdebug's args: step_num as a string, pid the OS process.

@@ -78,6 +78,8 @@ void RegisterStatusExceptions(py::module_& m) {
     if (c.type == nullptr) throw py::error_already_set();
     m.add_object(c.class_name, py::handle(c.type));
   }
+  // pybind11's translator type takes the exception_ptr by value (void (*)(std::exception_ptr)).
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

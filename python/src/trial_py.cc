@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +27,7 @@ namespace {
 
 using Millis = std::chrono::milliseconds;
 
-Millis SecondsToMillis(double s) { return Millis(static_cast<int64_t>(s * 1000.0 + 0.5)); }
+Millis SecondsToMillis(double s) { return Millis(std::llround(s * 1000.0)); }
 
 TrialOptions MakeOptions(int64_t range_begin, int64_t range_end, int64_t window,
                          double refresh_interval, double end_delay, bool use_inotify,
@@ -220,6 +221,7 @@ Thread-safe.)doc")
            [](PyTrial& s) {
              std::vector<Mode> ms = NoGil([&] { return s.t().Modes(); });
              std::vector<int> out;
+             out.reserve(ms.size());
              for (Mode md : ms) out.push_back(static_cast<int>(md));
              return out;
            })

@@ -49,12 +49,7 @@ class PyTrialWriter {
       LiveWriters().erase(this);
     }
     // Closing waits for the writer thread, which may need the GIL to drop no-copy tensors.
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      writer_.reset();
-    } else {
-      writer_.reset();
-    }
+    ResetWithoutGil(writer_);
   }
 
   TrialWriter& w() {

@@ -1,38 +1,23 @@
 // TorchHook (trainscope/torch_hook.h): LibTorch tensors and modules on top of trainscope::Hook.
-// The only translation unit of the module: LibTorch's headers are heavy.
+// The statistics of a tensor on a device are torch_stats.cc's (trainscope/torch_stats.h).
 #include "trainscope/torch_hook.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 
 #include <atomic>
 #include <exception>
-#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "torch/torch_error.h"
 #include "trainscope/tensor_names.h"
 #include "trainscope/thread_annotations.h"
 
 namespace trainscope {
-namespace {
 
-// The message of an exception thrown by LibTorch, without c10's C++ backtrace.
-std::string ExceptionMessage(const std::exception& e) {
-  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
-    return c10_error->what_without_backtrace();
-  }
-  return e.what();
-}
-
-Status TorchError(std::string_view what, const std::exception& e) {
-  return Status::InvalidArgument("LibTorch failed while " + std::string(what) + ": " +
-                                 ExceptionMessage(e));
-}
-
-}  // namespace
+using torch_internal::TorchError;
 
 std::string TorchModuleName(const ::torch::nn::Module& module) {
   return tensor_names::ModuleClassName(module.name());
@@ -102,98 +87,6 @@ Result<TensorView> TorchTensorView(const at::Tensor& t) {
   return v;
 }
 
-Result<TensorStats> TorchTensorStats(const at::Tensor& t, StatsFieldSet fields) {
-  if (!t.defined()) return Status::InvalidArgument("the tensor is undefined (no value)");
-  TensorStats s;
-  s.min = s.abs_min = std::numeric_limits<double>::infinity();
-  s.max = s.abs_max = -std::numeric_limits<double>::infinity();
-  try {
-    at::NoGradGuard no_grad;
-    s.count = t.numel();
-    std::vector<StatsField> wanted = fields.ToVector();
-    std::erase(wanted, StatsField::kCount);  // known without reading the elements
-    if (s.count == 0 || wanted.empty()) return s;
-    at::Tensor x = t.detach();
-    if (x.is_complex()) x = x.to(at::kComplexDouble).abs();  // |x| in double, as ComputeStats
-    x = x.reshape({-1}).to(at::kDouble);
-    at::Tensor a, mean, abs_mean;  // made when a field first needs them
-    auto abs_x = [&]() -> const at::Tensor& {
-      if (!a.defined()) a = x.abs();
-      return a;
-    };
-    auto mean_x = [&]() -> const at::Tensor& {
-      if (!mean.defined()) mean = x.mean();
-      return mean;
-    };
-    auto abs_mean_x = [&]() -> const at::Tensor& {
-      if (!abs_mean.defined()) abs_mean = abs_x().mean();
-      return abs_mean;
-    };
-    std::vector<at::Tensor> parts;
-    parts.reserve(wanted.size());
-    for (StatsField f : wanted) {
-      switch (f) {
-        case StatsField::kCount:
-          break;
-        case StatsField::kNanCount:
-          parts.push_back(x.isnan().sum().to(at::kDouble));
-          break;
-        case StatsField::kInfCount:
-          parts.push_back(x.isinf().sum().to(at::kDouble));
-          break;
-        case StatsField::kZeroCount:
-          parts.push_back(x.eq(0).sum().to(at::kDouble));
-          break;
-        case StatsField::kMin:
-          parts.push_back(x.min());
-          break;
-        case StatsField::kMax:
-          parts.push_back(x.max());
-          break;
-        case StatsField::kAbsMin:
-          parts.push_back(abs_x().min());
-          break;
-        case StatsField::kAbsMax:
-          parts.push_back(abs_x().max());
-          break;
-        case StatsField::kSum:
-          parts.push_back(x.sum());
-          break;
-        case StatsField::kAbsSum:
-          parts.push_back(abs_x().sum());
-          break;
-        case StatsField::kSumSq:
-          parts.push_back(x.square().sum());
-          break;
-        case StatsField::kMean:
-          parts.push_back(mean_x());
-          break;
-        case StatsField::kM2:
-          parts.push_back((x - mean_x()).square().sum());
-          break;
-        case StatsField::kAbsMean:
-          parts.push_back(abs_mean_x());
-          break;
-        case StatsField::kAbsM2:
-          parts.push_back((abs_x() - abs_mean_x()).square().sum());
-          break;
-        case StatsField::kProd:
-          parts.push_back(x.prod());
-          break;
-        case StatsField::kAbsProd:
-          parts.push_back(abs_x().prod());
-          break;
-      }
-    }
-    const at::Tensor host = at::stack(parts).cpu();  // the one transfer (and sync)
-    const double* p = host.data_ptr<double>();
-    for (size_t i = 0; i < wanted.size(); ++i) s.Set(wanted[i], p[i]);
-  } catch (const std::exception& e) {
-    return TorchError("reducing a tensor", e);
-  }
-  return s;
-}
-
 class TorchHook::Impl {
  public:
   explicit Impl(std::unique_ptr<Hook> h) : hook(std::move(h)) {}
@@ -243,8 +136,9 @@ class TorchHook::Impl {
       }
       if (!t.device().is_cpu()) {
         const TensorPlan& plan = hook->Plan(name);
-        if (!plan.save_raw && plan.histogram_tag.empty()) {
-          // Reductions and the shape only: computed on the device, 16 numbers cross.
+        if (!plan.save_raw && plan.histogram_tag.empty() && !plan.tensorboard_scalar) {
+          // Reductions and the shape only: computed on the device, 16 numbers cross. (Python's
+          // hook decides the same: pytorch/_device.py.)
           auto stats = TorchTensorStats(t, FieldsRead(plan.reductions));
           if (!stats.ok()) return hook->ReportError(stats.status(), name);
           return hook->SaveStats(name, *stats, t.sizes().vec());

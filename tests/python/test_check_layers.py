@@ -47,3 +47,27 @@ def test_an_include_against_the_order_fails_naming_it(tmp_path):
                              "header of rules, which is above it"), got
     assert got[1].startswith("src/store/writer.cc:3: store includes core/private_util.h, a "
                              "private header of core"), got
+
+
+def test_only_the_torch_extension_uses_the_torch_module(tmp_path):
+    """python/src/torch/ (trainscope._torch_stats) is built on src/torch; _core's bindings
+    (python/src/*.cc) are not, so they may not include src/torch's headers."""
+    write(tmp_path, "src/core/include/trainscope/reductions.h", "#pragma once\n")
+    write(tmp_path, "src/torch/include/trainscope/torch_stats.h",
+          '#include "trainscope/reductions.h"\n')
+    write(tmp_path, "src/torch/torch_error.h", "#pragma once\n")
+    write(tmp_path, "python/src/torch/torch_stats_py.cc",
+          '#include "trainscope/reductions.h"\n#include "trainscope/torch_stats.h"\n')
+    write(tmp_path, "python/src/stats_py.cc", '#include "trainscope/reductions.h"\n')
+    assert check(tmp_path).returncode == 0
+
+    write(tmp_path, "python/src/stats_py.cc", '#include "trainscope/torch_stats.h"\n')
+    write(tmp_path, "python/src/torch/torch_stats_py.cc", '#include "torch/torch_error.h"\n')
+    p = check(tmp_path)
+    assert p.returncode == 1
+    got = json.loads(p.stdout)["violations"]
+    assert len(got) == 2, got
+    assert got[0].startswith("python/src/stats_py.cc:1: bindings includes trainscope/torch_stats.h"
+                             ", a public header of torch"), got
+    assert got[1].startswith("python/src/torch/torch_stats_py.cc:1: torch bindings includes "
+                             "torch/torch_error.h, a private header of torch"), got

@@ -39,8 +39,9 @@
 // to the tensor autograd passed it; autograd never writes into that tensor afterwards). Parameters
 // are copied once (the optimizer changes them in place before the writer may have run); so are
 // tensors given to SaveTensor/RecordTensorValue. A tensor on another device (CUDA) is copied to
-// the host (.cpu()) when a raw value or a histogram is due; when only reductions or the shape are
-// due they are computed on the device (TorchTensorStats) and one small vector crosses to the host.
+// the host (.cpu()) when a raw value, a histogram or a TensorBoard scalar is due; when only
+// reductions or the shape are due they are computed on the device (TorchTensorStats,
+// trainscope/torch_stats.h) and one small vector crosses to the host.
 //
 // Fail open: nothing here throws into the training. Registration errors are returned. Any error
 // while saving (a c10::Error from a conversion, a write error) is printed once to stderr with the
@@ -67,6 +68,7 @@
 #include "trainscope/status.h"
 #include "trainscope/tensor.h"
 #include "trainscope/tensor_names.h"
+#include "trainscope/torch_stats.h"
 
 namespace trainscope {
 
@@ -83,13 +85,7 @@ DType TorchDType(c10::ScalarType t);
 // InvalidArgument for a tensor not on the CPU, an undefined tensor, or an unsupported dtype.
 Result<TensorView> TorchTensorView(const at::Tensor& t);
 
-// The statistics ComputeStats(view) gives, computed with torch operations on the tensor's own
-// device (in float64; complex tensors reduce |x|), with one transfer to the host. Only `fields`
-// (and count) are computed; the others keep TensorStats' defaults. The hook uses it for tensors
-// on a GPU when only reductions are due, with fields = FieldsRead(the planned reductions)
-// (trainscope/reductions.h: the one table of which statistics a reduction reads).
-Result<TensorStats> TorchTensorStats(const at::Tensor& t,
-                                     StatsFieldSet fields = StatsFieldSet::All());
+// TorchTensorStats and TorchStatsOnDevice: trainscope/torch_stats.h.
 
 class TorchHook {
  public:
