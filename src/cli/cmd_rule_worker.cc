@@ -157,7 +157,8 @@ Result<WorkerRules> CreateWorkerRules(const WorkerOptions& o) {
     if (!names.insert(spec.name).second) {
       return Status::InvalidArgument("rule " + spec.name +
                                      " is given twice: give each rule once (its output folder, "
-                                     "rule-output/" + spec.name + "/, is its name)");
+                                     "rule-output/" +
+                                     spec.name + "/, is its name)");
     }
     auto info = DescribeRule(spec.name);
     if (!custom && info.ok() && info->kind == "profiler") ++profilers;

@@ -296,7 +296,8 @@ def test_one_worker_evaluates_several_rules_each_with_its_own_status_and_actions
     assert p.returncode == 2
     assert "all debugging rules or all profiler rules: start one worker for each kind" in p.stderr
     p = subprocess.run([CLI, "rule-worker", str(trial), "--rule", "ExplodingTensor", "--rule",
-                        "ExplodingTensor:only_nan=True"], capture_output=True, text=True, timeout=60)
+                        "ExplodingTensor:only_nan=True"],
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "rule ExplodingTensor is given twice: give each rule once" in p.stderr
 
