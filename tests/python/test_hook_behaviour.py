@@ -279,3 +279,37 @@ def test_nothing_is_touched_on_steps_that_save_nothing(tmp_path):
     # Once, at the first boundary after step 0: the order its modules ran in (_meta.modules);
     # then one call into C++ per step, nothing else.
     assert calls == ["set_module_order", "step", "step", "step"]
+
+
+class _Unrolled(nn.Module):
+    """One Linear called five times a step (an RNN cell unrolled over time)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(3, 3)
+
+    def forward(self, x):
+        for _ in range(5):
+            x = torch.tanh(self.cell(x))
+        return x
+
+
+def test_a_module_called_many_times_a_step_saves_exactly_what_its_collections_match(tmp_path):
+    """Each call of a module gets the next index (<module>_output_<i>): a regex that matches only
+    the 4th call's output saves that one alone, and a regex added during step 1 saves its tensor
+    from step 2 on (the collections' new configuration, taken at the next boundary). A filter of
+    module calls in the hook (tried: it saved little, see README Performance) must keep this."""
+    torch.manual_seed(0)
+    model = _Unrolled()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=1),
+                   include_collections=["unrolled"], quiet=True)
+    hook.get_collection("unrolled").include("cell_output_3$")
+    hook.register_module(model)
+    for step in range(4):
+        model(torch.randn(2, 3))
+        if step == 1:
+            hook.get_collection("unrolled").include("cell_output_1$")
+    hook.close()
+    trial = ts.create_trial(str(tmp_path / "t"))
+    saved = {n: trial.tensor(n).steps() for n in trial.tensor_names() if "_output_" in n}
+    assert saved == {"cell_output_3": [0, 1, 2, 3], "cell_output_1": [2, 3]}, saved
