@@ -49,22 +49,31 @@ Result<at::Tensor> TorchStatsOnDevice(const at::Tensor& t, StatsFieldSet fields)
       for (StatsField f : wanted) values.push_back(unread.Get(f));
       return at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(t.device());
     }
+    // The elements stay in their own dtype: float64 copies of a large activation and of its
+    // magnitudes held together (with the temporaries of m2) could run a GPU out of memory in the
+    // middle of a training. Each sum and variance reads a float64 copy made for that one
+    // reduction and freed after it (sums that way are what ComputeStats computes); the extremes
+    // are exact in any floating dtype. Integers, bools and complex magnitudes are read in double,
+    // as ComputeStats reads them.
     at::Tensor x = t.detach();
     if (x.is_complex()) x = x.to(at::kComplexDouble).abs();  // |x| in double, as ComputeStats
-    x = x.reshape({-1}).to(at::kDouble);
+    x = x.reshape({-1});
+    if (!x.is_floating_point()) x = x.to(at::kDouble);
+    const double n = static_cast<double>(x.numel());
     at::Tensor a, mean, abs_mean;  // made when a field first needs them
     auto abs_x = [&]() -> const at::Tensor& {
       if (!a.defined()) a = x.abs();
       return a;
     };
     auto mean_x = [&]() -> const at::Tensor& {
-      if (!mean.defined()) mean = x.mean();
+      if (!mean.defined()) mean = x.sum(at::kDouble) / n;
       return mean;
     };
     auto abs_mean_x = [&]() -> const at::Tensor& {
-      if (!abs_mean.defined()) abs_mean = abs_x().mean();
+      if (!abs_mean.defined()) abs_mean = abs_x().sum(at::kDouble) / n;
       return abs_mean;
     };
+    auto f64 = [](const at::Tensor& v) { return v.to(at::kDouble); };
     std::vector<at::Tensor> parts;
     parts.reserve(wanted.size());
     for (StatsField f : wanted) {
@@ -72,52 +81,55 @@ Result<at::Tensor> TorchStatsOnDevice(const at::Tensor& t, StatsFieldSet fields)
         case StatsField::kCount:
           break;
         case StatsField::kNanCount:
-          parts.push_back(x.isnan().sum().to(at::kDouble));
+          parts.push_back(f64(x.isnan().sum()));
           break;
         case StatsField::kInfCount:
-          parts.push_back(x.isinf().sum().to(at::kDouble));
+          parts.push_back(f64(x.isinf().sum()));
           break;
         case StatsField::kZeroCount:
-          parts.push_back(x.eq(0).sum().to(at::kDouble));
+          parts.push_back(f64(x.eq(0).sum()));
           break;
         case StatsField::kMin:
-          parts.push_back(x.min());
+          parts.push_back(f64(x.min()));
           break;
         case StatsField::kMax:
-          parts.push_back(x.max());
+          parts.push_back(f64(x.max()));
           break;
         case StatsField::kAbsMin:
-          parts.push_back(abs_x().min());
+          parts.push_back(f64(abs_x().min()));
           break;
         case StatsField::kAbsMax:
-          parts.push_back(abs_x().max());
+          parts.push_back(f64(abs_x().max()));
           break;
         case StatsField::kSum:
-          parts.push_back(x.sum());
+          parts.push_back(x.sum(at::kDouble));
           break;
         case StatsField::kAbsSum:
-          parts.push_back(abs_x().sum());
+          parts.push_back(abs_x().sum(at::kDouble));
           break;
         case StatsField::kSumSq:
-          parts.push_back(x.square().sum());
+          parts.push_back([&] {
+            const at::Tensor d = f64(x);  // squares rounded in x's dtype would lose digits
+            return at::dot(d, d);
+          }());
           break;
         case StatsField::kMean:
           parts.push_back(mean_x());
           break;
         case StatsField::kM2:
-          parts.push_back((x - mean_x()).square().sum());
+          parts.push_back(f64(x).var(/*unbiased=*/false) * n);
           break;
         case StatsField::kAbsMean:
           parts.push_back(abs_mean_x());
           break;
         case StatsField::kAbsM2:
-          parts.push_back((abs_x() - abs_mean_x()).square().sum());
+          parts.push_back(f64(abs_x()).var(/*unbiased=*/false) * n);
           break;
         case StatsField::kProd:
-          parts.push_back(x.prod());
+          parts.push_back(x.prod(at::kDouble));
           break;
         case StatsField::kAbsProd:
-          parts.push_back(abs_x().prod());
+          parts.push_back(abs_x().prod(at::kDouble));
           break;
       }
     }

@@ -16,9 +16,11 @@
 namespace trainscope {
 
 // The statistics `fields` asks for, as ONE 1-D float64 tensor on t's device, computed with torch
-// operations there (in float64; complex tensors reduce |x|, bool tensors count as 0 and 1) and
-// queued, not waited for: no host synchronisation, so a caller may gather the tensors of many
-// calls and move them to the host in one transfer.
+// operations there and queued, not waited for: no host synchronisation, so a caller may gather
+// the tensors of many calls and move them to the host in one transfer. Floating tensors stay in
+// their dtype (no float64 copy of the whole tensor is kept: each sum and variance reads a float64
+// copy made for it alone); integer and bool tensors are read as float64, bool as 0 and 1;
+// complex tensors reduce |x|.
 //
 // The order of the values: fields.ToVector() less StatsField::kCount (StatsField order, i.e.
 // _core.STATS_FIELDS' order, whatever order the caller built `fields` in); count is never in the
