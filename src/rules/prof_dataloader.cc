@@ -60,10 +60,9 @@ class Dataloader : public ProfilerRule {
         // waits) start inside it, before the next step starts; so a step is complete when the
         // next one arrives.
         if (l.pending_step) CloseStep(l);
-        const std::string* kept = e.Arg("phases");  // PhaseMinIntervalInMilliseconds
         l.pending_step = *e.step;
         l.pending_us = e.dur_us;
-        l.pending_phased = kept == nullptr || *kept != "false";
+        l.pending_phased = PhasesKept(e);
         l.last_step_ts = e.end_us();
       } else {
         Inside& in = l.inside[*e.step];

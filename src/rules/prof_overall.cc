@@ -125,10 +125,7 @@ class OverallFrameworkMetrics : public ProfilerRule {
     // A step whose Forward/Backward/Optimizer spans were not kept (the hook's
     // PhaseMinIntervalInMilliseconds: "phases": false) is left out of the time the phases are
     // a share of.
-    if (e.phase.rfind("Step:", 0) == 0) {
-      const std::string* kept = e.Arg("phases");
-      if (kept == nullptr || *kept != "false") phased_step_us_ += e.dur_us;
-    }
+    if (IsStepEvent(e) && PhasesKept(e)) phased_step_us_ += e.dur_us;
   }
 
   std::string Summary() const override {

@@ -131,6 +131,11 @@ bool ProfilerRule::IsStepEvent(const TimelineEvent& e) {
   return e.ph == 'X' && e.phase.rfind("Step:", 0) == 0;
 }
 
+bool ProfilerRule::PhasesKept(const TimelineEvent& e) {
+  const std::string* kept = e.Arg("phases");
+  return kept == nullptr || *kept != "false";
+}
+
 bool ProfilerRule::IsDataLoaderWait(const TimelineEvent& e) {
   if (e.ph != 'X') return false;
   auto has = [&](std::string_view s) {

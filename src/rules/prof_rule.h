@@ -67,6 +67,12 @@ class ProfilerRule : public BuiltinRule {
   RuleFinding NewProfilerFindingAtStep(int64_t step) const;
 
   static bool IsStepEvent(const TimelineEvent& e);
+
+  // A step event whose Forward/Backward/Optimizer spans were recorded (the hook's
+
+  // PhaseMinIntervalInMilliseconds marks the others "phases": false).
+
+  static bool PhasesKept(const TimelineEvent& e);
   static bool IsDataLoaderWait(const TimelineEvent& e);  // time the loop waits for a batch
   static bool IsDataLoaderWorker(const TimelineEvent& e);
 
