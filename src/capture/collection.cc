@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <regex>
+
+#include "trainscope/name_regex.h"
 
 namespace trainscope {
 
@@ -40,7 +41,7 @@ const std::vector<std::string_view>& KnownCollectionNames() {
 
 // One compiled regex per include_regex entry.
 struct Collection::Regexes {
-  std::vector<std::regex> list;
+  std::vector<NameRegex> list;
 };
 
 Collection::Collection(std::string name) : name_(std::move(name)) {
@@ -52,22 +53,20 @@ Collection& Collection::operator=(const Collection&) = default;
 
 namespace {
 
-Result<std::regex> CompileRegex(const std::string& collection, const std::string& regex) {
-  try {
-    return std::regex(regex, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Status::InvalidArgument(
-        "collection '" + collection + "': include_regex '" + regex +
-        "' is not a valid regular expression (" + e.what() +
-        "); fix it or escape its special characters. Regexes are ECMAScript: Python's (?!...) "
-        "lookahead works, lookbehind and (?P<name>...) groups do not");
-  }
+Result<NameRegex> CompileRegex(const std::string& collection, const std::string& regex) {
+  Result<NameRegex> re = NameRegex::Compile(regex);
+  if (re.ok()) return re;
+  return Status::InvalidArgument(
+      "collection '" + collection + "': include_regex '" + regex +
+      "' is not a valid regular expression (" + re.status().message() +
+      "); fix it or escape its special characters. Regexes are ECMAScript: Python's (?!...) "
+      "lookahead works, lookbehind and (?P<name>...) groups do not");
 }
 
 }  // namespace
 
 Status Collection::Include(std::string regex) {
-  TS_ASSIGN_OR_RETURN(std::regex re, CompileRegex(name_, regex));
+  TS_ASSIGN_OR_RETURN(NameRegex re, CompileRegex(name_, regex));
   auto next = std::make_shared<Regexes>(*compiled_);
   next->list.push_back(std::move(re));
   compiled_ = std::move(next);
@@ -79,7 +78,7 @@ Status Collection::Include(std::string regex) {
 Status Collection::SetIncludeRegex(std::vector<std::string> regexes) {
   auto next = std::make_shared<Regexes>();
   for (const auto& r : regexes) {
-    TS_ASSIGN_OR_RETURN(std::regex re, CompileRegex(name_, r));
+    TS_ASSIGN_OR_RETURN(NameRegex re, CompileRegex(name_, r));
     next->list.push_back(std::move(re));
   }
   compiled_ = std::move(next);
@@ -133,7 +132,7 @@ Status Collection::set_min_save_period_ms(int64_t ms) {
 bool Collection::Matches(std::string_view tensor) const {
   if (!tensor_names_.empty() && tensor_names_.count(std::string(tensor)) > 0) return true;
   for (const auto& re : compiled_->list) {
-    if (std::regex_search(tensor.begin(), tensor.end(), re)) return true;
+    if (re.Search(tensor)) return true;
   }
   return false;
 }

@@ -1,11 +1,11 @@
 #include "trainscope/rule_data.h"
 
 #include <algorithm>
-#include <regex>
 #include <unordered_map>
 
 #include "rules/prof_feed.h"
 #include "trainscope/env.h"
+#include "trainscope/name_regex.h"
 
 namespace trainscope {
 
@@ -42,7 +42,7 @@ struct RuleData::StepCache {
 
 struct RuleData::Matcher {
   bool all = false;
-  std::vector<std::regex> regexes;
+  std::vector<NameRegex> regexes;
   std::vector<std::string> names;  // sorted (collections' tensor_names)
   std::unordered_map<std::string, bool> memo;
 
@@ -51,7 +51,7 @@ struct RuleData::Matcher {
     auto it = memo.find(name);
     if (it != memo.end()) return it->second;
     bool keep = std::binary_search(names.begin(), names.end(), name);
-    for (size_t i = 0; !keep && i < regexes.size(); ++i) keep = std::regex_search(name, regexes[i]);
+    for (size_t i = 0; !keep && i < regexes.size(); ++i) keep = regexes[i].Search(name);
     if (memo.size() >= 100000) memo.clear();  // bounded even if names never repeat
     memo.emplace(name, keep);
     return keep;
@@ -144,12 +144,13 @@ Result<RuleData::Matcher*> RuleData::MatcherFor(const TensorSelection& selection
   if (it != matchers_.end()) return it->second.get();
   auto m = std::make_unique<Matcher>();
   auto compile = [&](const std::string& re, const std::string& what) -> Status {
-    try {
-      m->regexes.emplace_back(re, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      return Status::InvalidArgument("regex '" + re + "' (" + what + ") does not compile: " +
-                                     e.what() + "; use ECMAScript syntax as re.search would");
+    Result<NameRegex> compiled = NameRegex::Compile(re);
+    if (!compiled.ok()) {
+      return Status::InvalidArgument("regex '" + re + "' (" + what +
+                                     ") does not compile: " + compiled.status().message() +
+                                     "; use ECMAScript syntax as re.search would");
     }
+    m->regexes.push_back(std::move(compiled).value());
     return Status::OK();
   };
   if (selection.empty()) {

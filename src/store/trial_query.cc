@@ -1,22 +1,21 @@
 // Trial::Impl: queries (names, steps, values) and smdebug's exception mapping (see trial.h).
 #include <algorithm>
 #include <cstring>
-#include <regex>
 
 #include "store/trial_impl.h"
+#include "trainscope/name_regex.h"
 #include "trainscope/trial_format.h"
 
 namespace trainscope {
 
 namespace {
 
-Result<std::regex> CompileRegex(const std::string& pattern, std::string_view what) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Status::InvalidArgument(std::string(what) + " \"" + pattern +
-                                   "\" is not a valid ECMAScript regular expression: " + e.what());
-  }
+Result<NameRegex> CompileRegex(const std::string& pattern, std::string_view what) {
+  Result<NameRegex> re = NameRegex::Compile(pattern);
+  if (re.ok()) return re;
+  return Status::InvalidArgument(
+      std::string(what) + " \"" + pattern +
+      "\" is not a valid ECMAScript regular expression: " + re.status().message());
 }
 
 // The single element of a saved reduction (a 0-d or 1-element tensor) as a double.
@@ -87,10 +86,10 @@ Result<std::vector<std::string>> Trial::Impl::TensorNames(Mode mode, std::option
   if (!regex.empty() && !collection.empty()) {
     return Status::InvalidArgument("TensorNames: pass a regex or a collection, not both");
   }
-  std::vector<std::regex> patterns;
+  std::vector<NameRegex> patterns;
   const CollectionInfo* coll = nullptr;
   if (!regex.empty()) {
-    TS_ASSIGN_OR_RETURN(std::regex re, CompileRegex(regex, "regex"));
+    TS_ASSIGN_OR_RETURN(NameRegex re, CompileRegex(regex, "regex"));
     patterns.push_back(std::move(re));
   }
   if (!collection.empty()) {
@@ -104,7 +103,7 @@ Result<std::vector<std::string>> Trial::Impl::TensorNames(Mode mode, std::option
                               " (collections: " + names + ")");
     }
     for (const std::string& p : coll->include_regex) {
-      TS_ASSIGN_OR_RETURN(std::regex re,
+      TS_ASSIGN_OR_RETURN(NameRegex re,
                           CompileRegex(p, "include_regex of collection " + coll->name));
       patterns.push_back(std::move(re));
     }
@@ -135,7 +134,7 @@ Result<std::vector<std::string>> Trial::Impl::TensorNames(Mode mode, std::option
     bool keep = coll != nullptr &&
                 std::binary_search(coll->tensor_names.begin(), coll->tensor_names.end(), n);
     for (size_t i = 0; !keep && i < patterns.size(); ++i) {
-      keep = std::regex_search(n, patterns[i]);
+      keep = patterns[i].Search(n);
     }
     if (keep) out.push_back(std::move(n));
   }
