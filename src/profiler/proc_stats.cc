@@ -169,6 +169,16 @@ bool ParseNetDev(std::string_view text, NetTotals* out) {
   return any;
 }
 
+std::optional<uint64_t> ParseSchedstatRunDelay(std::string_view text) {
+  const size_t sp = text.find(' ');
+  if (sp == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(sp + 1);
+  const size_t end = rest.find_first_of(" \n");
+  uint64_t v = 0;
+  if (!ToNumber(rest.substr(0, end), &v)) return std::nullopt;
+  return v;
+}
+
 bool ParsePidStat(std::string_view text, PidStat* out) {
   std::string_view rest = text;
   if (!ToNumber(NextToken(&rest), &out->pid)) return false;
@@ -391,6 +401,22 @@ void ProcReader::ReadProcessTree(uint64_t now_us, RawSnapshot* out) {
     out->process_cpu_ticks += st.cpu_ticks;
     out->process_rss_pages += st.rss_pages;
     out->member_ticks[pid] = st.cpu_ticks;
+    if (!schedstat_absent_) {
+      // Opened and read each time: a few members, every sampling interval.
+      const std::string path = proc_root_ + "/" + std::to_string(pid) + "/schedstat";
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        if (errno == ENOENT && pid == root_pid_) schedstat_absent_ = true;  // no schedstat here
+        continue;
+      }
+      const ssize_t n = PreadAll(fd, &scan_buf_);
+      ::close(fd);
+      if (n <= 0) continue;
+      if (auto w =
+              ParseSchedstatRunDelay(std::string_view(scan_buf_.data(), static_cast<size_t>(n)))) {
+        out->member_wait_ns[pid] = *w;
+      }
+    }
   }
   out->process_count = count;
 }

@@ -59,6 +59,9 @@ struct PidStat {
   int64_t rss_pages = 0;
 };
 bool ParsePidStat(std::string_view text, PidStat* out);
+// /proc/<pid>/schedstat "<on-cpu ns> <run_delay ns> <timeslices>": the run_delay, the time the
+// task was ready to run but waited for a CPU.
+std::optional<uint64_t> ParseSchedstatRunDelay(std::string_view text);
 
 // cgroup v2 files. "max" yields nullopt.
 std::optional<uint64_t> ParseCgroupMemoryMax(std::string_view text);
@@ -82,6 +85,8 @@ struct RawSnapshot {
   int64_t process_rss_pages = 0;
   // Per member pid -> ticks, so a member that exits between snapshots is not counted as negative.
   std::unordered_map<int, uint64_t> member_ticks;
+  // Per member pid -> run_delay ns of its main thread (absent without schedstat).
+  std::unordered_map<int, uint64_t> member_wait_ns;
   std::optional<uint64_t> cgroup_memory_max;  // nullopt also when "max"
   bool cgroup_memory_max_present = false;     // the file exists (value may be "max")
   std::optional<uint64_t> cgroup_memory_current;
@@ -125,6 +130,7 @@ class ProcReader {
   int64_t rescan_interval_us_;
   uint64_t last_scan_us_ = 0;
   bool scanned_ = false;
+  bool schedstat_absent_ = false;  // the kernel has no /proc/<pid>/schedstat
   int64_t ticks_per_s_;
   int64_t page_size_;
 

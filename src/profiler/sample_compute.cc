@@ -77,6 +77,15 @@ void ComputeSample(const RawSnapshot* prev, const RawSnapshot& cur, int64_t tick
     }
     out->process_cpu_percent =
         100.0 * static_cast<double>(ticks) / static_cast<double>(ticks_per_s) / secs;
+    uint64_t wait_ns = 0;
+    bool any_wait = false;
+    for (const auto& [pid, w] : cur.member_wait_ns) {
+      auto it = prev->member_wait_ns.find(pid);
+      if (it == prev->member_wait_ns.end()) continue;
+      wait_ns += SatSub(w, it->second);
+      any_wait = true;
+    }
+    if (any_wait) out->process_cpu_wait_percent = 100.0 * static_cast<double>(wait_ns) / 1e9 / secs;
   }
   if (cur.disk && prev->disk) {
     auto r = Delta(cur.disk->read_bytes, prev->disk->read_bytes);

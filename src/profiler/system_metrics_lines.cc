@@ -76,6 +76,8 @@ int AppendSystemMetricLines(const SystemSample& s, std::string_view node_id, std
     w.Add(pf::kTypeProcess, pf::kNameProcessTree, pf::kDimProcessTreeCount, s.process_count);
     w.Add(pf::kTypeProcess, pf::kNameProcessTree, pf::kDimProcessTreeRss, s.process_rss_bytes);
     w.Add(pf::kTypeProcess, pf::kNameProcessTree, pf::kDimProcessTreeCpu, s.process_cpu_percent);
+    w.Add(pf::kTypeProcess, pf::kNameProcessTree, pf::kDimProcessTreeCpuWait,
+          s.process_cpu_wait_percent);
   }
   w.Add(pf::kTypeDisk, pf::kNameDisk, pf::kDimDiskReadRate, s.disk_read_bytes_per_s);
   w.Add(pf::kTypeDisk, pf::kNameDisk, pf::kDimDiskWriteRate, s.disk_write_bytes_per_s);

@@ -35,6 +35,8 @@ void AddEvent(Datapoint& d, const SystemMetricEvent& e) {
     d.memory_percent = e.value;
   } else if (dim == pf::kDimProcessTreeRss) {
     d.process_rss_bytes = e.value;
+  } else if (dim == pf::kDimProcessTreeCpuWait) {
+    d.process_cpu_wait = e.value;
   } else if (dim == pf::kDimCpuUtilizationTotal) {
     d.cpu_total_percent = e.value;
   } else if (dim == pf::kDimIoWaitPercentageTotal) {

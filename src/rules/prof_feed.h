@@ -35,6 +35,7 @@ struct Datapoint {
   std::map<int, double> gpu_mem;         // GPUMemoryUtilization per GPU index
   std::optional<double> memory_percent;  // MemoryUsedPercent
   std::optional<double> process_rss_bytes;     // ProcessTreeResidentBytes
+  std::optional<double> process_cpu_wait;      // ProcessTreeCPUWaitPercent
   std::optional<double> cpu_total_percent;     // CPUUtilizationTotal
   std::optional<double> iowait_total_percent;  // I/OWaitPercentageTotal
   std::optional<double> net_rx, net_tx;        // bytes/s

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "profiler/sample_compute.h"
 #include "profiler_test_util.h"
 
 namespace trainscope::proc {
@@ -85,6 +88,14 @@ TEST(PidStatTest, CommWithSpacesAndParentheses) {
   EXPECT_FALSE(ParsePidStat("", &p));
 }
 
+TEST(SchedstatTest, RunDelayIsTheSecondField) {
+  EXPECT_EQ(ParseSchedstatRunDelay("597306 18838 2\n"), 18838u);
+  EXPECT_EQ(ParseSchedstatRunDelay("5 7"), 7u);
+  EXPECT_EQ(ParseSchedstatRunDelay("597306\n"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelay("a b c"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatRunDelay(""), std::nullopt);
+}
+
 TEST(CgroupTest, LimitsAndUsage) {
   EXPECT_EQ(ParseCgroupMemoryMax("max\n"), std::nullopt);
   EXPECT_EQ(ParseCgroupMemoryMax("1073741824\n"), 1073741824u);
@@ -127,6 +138,44 @@ TEST(ProcReaderTest, ProcessTreeIsRediscoveredEveryRescanInterval) {
   EXPECT_EQ(s.cgroup_memory_max, 8589934592u);
   EXPECT_EQ(s.cgroup_cpu_usage_usec, 1600000u);
   EXPECT_THAT(reader.DescribeSources(), ::testing::HasSubstr("cgroup v2"));
+}
+
+// The members' run_delay (schedstat) gives ProcessTreeCPUWaitPercent: the time they were ready to
+// run but waited for a CPU, summed over the members present in both snapshots.
+TEST(ProcReaderTest, MembersWaitForACpuFromSchedstat) {
+  test_util::TempDir root;
+  test_util::MirrorTreeInPlace(test_util::ProfilerDataDir() + "/snap1", root.path());
+  auto write = [&](int pid, const std::string& text) {
+    std::ofstream(root.path() + "/proc/" + std::to_string(pid) + "/schedstat") << text;
+  };
+  write(4242, "100 1000000000 5\n");
+  write(4300, "100 2000000 5\n");
+  ProcReader reader(root.path() + "/proc", root.path() + "/cgroup", 4242, 2000000);
+  RawSnapshot a, b;
+  reader.Read(1000000, &a);
+  EXPECT_EQ(a.member_wait_ns.at(4242), 1000000000u);
+  EXPECT_EQ(a.member_wait_ns.at(4300), 2000000u);
+  EXPECT_EQ(a.member_wait_ns.count(4310), 0u);  // no schedstat file: not counted
+  write(4242, "100 1250000000 5\n");            // waited 0.25 s of the next 0.5 s
+  write(4300, "100 52000000 5\n");              // and 0.05 s
+  reader.Read(1500000, &b);
+  SystemSample s;
+  ComputeSample(&a, b, 100, 4096, &s);
+  ASSERT_TRUE(s.process_cpu_wait_percent.has_value());
+  EXPECT_NEAR(*s.process_cpu_wait_percent, 60.0, 1e-9);  // (0.25 + 0.05) / 0.5 s
+}
+
+TEST(ProcReaderTest, NoSchedstatMeansNoWait) {
+  test_util::TempDir root;
+  test_util::MirrorTreeInPlace(test_util::ProfilerDataDir() + "/snap1", root.path());
+  ProcReader reader(root.path() + "/proc", root.path() + "/cgroup", 4242, 2000000);
+  RawSnapshot a, b;
+  reader.Read(1000000, &a);
+  reader.Read(1500000, &b);
+  SystemSample s;
+  ComputeSample(&a, b, 100, 4096, &s);
+  EXPECT_TRUE(s.process_cpu_percent.has_value());
+  EXPECT_FALSE(s.process_cpu_wait_percent.has_value());
 }
 
 TEST(ProcReaderTest, NoRootPidMeansNoProcessTree) {

@@ -105,6 +105,10 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
                 static_cast<uint64_t>(SpecValue(seg["rss_mb"], k, n, rng) * 1048576.0);
             s.sample.process_count = 1;
           }
+          if (seg.contains("cpu_wait")) {  // ProcessTreeCPUWaitPercent
+            s.sample.process_cpu_wait_percent = SpecValue(seg["cpu_wait"], k, n, rng);
+            s.sample.process_count = 1;
+          }
           const int gpus = seg.value("gpus", 0);
           for (int g = 0; g < gpus; ++g) {
             auto pick = [&](const char* key, double def) {

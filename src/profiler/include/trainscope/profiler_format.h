@@ -51,6 +51,8 @@ inline constexpr std::string_view kDimMemoryUsedBytes = "MemoryUsedBytes";
 inline constexpr std::string_view kDimMemoryTotalBytes = "MemoryTotalBytes";
 inline constexpr std::string_view kDimProcessTreeCpu = "ProcessTreeCPUUtilization";  // % of a core
 inline constexpr std::string_view kDimProcessTreeRss = "ProcessTreeResidentBytes";
+// % of the interval the members' main threads waited, ready, for a CPU (/proc/<pid>/schedstat).
+inline constexpr std::string_view kDimProcessTreeCpuWait = "ProcessTreeCPUWaitPercent";
 inline constexpr std::string_view kDimProcessTreeCount = "ProcessTreeProcessCount";
 inline constexpr std::string_view kDimDiskReadRate = "DiskReadBytesPerSecond";
 inline constexpr std::string_view kDimDiskWriteRate = "DiskWriteBytesPerSecond";

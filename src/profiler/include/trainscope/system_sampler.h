@@ -77,6 +77,8 @@ struct SystemSample {
   std::optional<int> process_count;
   std::optional<double> process_cpu_percent;  // % of one core: 250 = two and a half cores busy
   std::optional<uint64_t> process_rss_bytes;  // sum of members' resident sets
+  // % of the interval the members' main threads were ready to run but waited for a CPU (summed).
+  std::optional<double> process_cpu_wait_percent;
 
   std::optional<double> disk_read_bytes_per_s;  // whole disks (partitions, loop, dm, md skipped)
   std::optional<double> disk_write_bytes_per_s;
