@@ -76,6 +76,7 @@ struct RunOptions {
   double rules_timeout_s = 60;
   double stop_grace_s = 30;
   bool isolate_rules = false;  // one worker process per rule (WorkerGroups)
+  int rules_nice = 10;         // niceness added to the rule workers (0: the training's priority)
   bool json = false;
   std::string json_out;  // also write the JSON summary to this file
   std::vector<std::string> command;
@@ -104,6 +105,11 @@ Status ValidateRunOptions(const RunOptions& o) {
     return Status::InvalidArgument("--metrics-port " + std::to_string(o.metrics_port) +
                                    ": must be 0 to 65535 (0: any free port; leave it out for "
                                    "no metrics endpoint)");
+  }
+  if (o.rules_nice < 0 || o.rules_nice > 19) {
+    return Status::InvalidArgument("--rules-nice " + std::to_string(o.rules_nice) +
+                                   ": must be 0 to 19 (niceness added to the rule workers; 0: the "
+                                   "training's priority)");
   }
   if (!(o.rules_timeout_s > 0) || !std::isfinite(o.rules_timeout_s)) {
     return Status::InvalidArgument("--rules-timeout " + FormatSeconds(o.rules_timeout_s) +
@@ -665,7 +671,8 @@ int RunRun(RunOptions o) {
     so.workers[name] = ProcessOptions{.argv = std::move(argv),
                                       .own_group = true,
                                       .die_with_parent = true,
-                                      .stdout_to_stderr = o.json};
+                                      .stdout_to_stderr = o.json,
+                                      .nice = o.rules_nice};
     rules_of[name] = std::move(group);
   }
 
@@ -865,6 +872,10 @@ void RegisterRun(CLI::App& app, int* exit_code) {
                 "One worker process per rule (as SageMaker runs a container per rule), instead "
                 "of one for the built-in debugging rules and one for the built-in profiler "
                 "rules, each reading the trial once for all of its rules; costs more CPU");
+  cmd->add_option("--rules-nice", o->rules_nice,
+                  "Niceness added to the rule workers (0 to 19, default 10): on a machine whose "
+                  "cores the training keeps busy they take what it leaves; 0: the training's "
+                  "priority");
   cmd->add_flag("--json", o->json,
                 "Print a JSON summary instead of the live view and table; stdout then holds only "
                 "the JSON (the training's stdout goes to stderr)");

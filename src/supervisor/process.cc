@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -66,6 +67,13 @@ Result<Process> Process::Start(const ProcessOptions& options) {
     if (getppid() != parent) _exit(1);  // the parent died before prctl
   }
   if (options.own_group) setpgid(0, 0);
+  // setpriority is one system call (glibc's wrapper takes no lock): before exec, so that every
+  // thread the child makes inherits it. A failure leaves the child at our priority.
+  if (options.nice > 0) {
+    errno = 0;
+    const int now = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, 0, now + options.nice);
+  }
   if (options.stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
   // The child must own the terminal before it reads from it (pdb, input()), or SIGTTIN stops it.
   if (options.foreground) tcsetpgrp(STDIN_FILENO, getpid());

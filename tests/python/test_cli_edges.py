@@ -47,6 +47,8 @@ def _flat(text):
     ("--metrics-port", "70000", "0 to 65535"),
     ("--metrics-port", "-1", "0 to 65535"),
     ("--rules-timeout", "-5", "more than 0"),
+    ("--rules-nice", "20", "0 to 19"),
+    ("--rules-nice", "-1", "0 to 19"),
     ("--stop-grace", "-5", "0 or more"),
     ("--system-interval-ms", "5", "100 to 60000"),
 ])
@@ -330,3 +332,44 @@ def test_a_second_run_on_an_owned_output_folder_is_refused(tmp_path):
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
     assert json.loads(out)["training_exit_code"] == 0
+
+
+# ---- the rule workers yield the cores to the training -------------------------------------------
+
+_READ_WORKER_NICE = r"""
+import os, sys, time
+out, parent = sys.argv[1], os.getppid()
+found = {}
+for _ in range(100):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if b"rule-worker" in cmd and int(fields[1]) == parent:
+            found[pid] = int(fields[16])  # field 19 of stat: nice
+    if found:
+        break
+    time.sleep(0.05)
+mine = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[16])
+open(out, "w").write(repr((mine, sorted(found.values()))))
+"""
+
+
+@pytest.mark.parametrize("option,added", [((), 10), (("--rules-nice", "0"), 0),
+                                           (("--rules-nice", "5"), 5)])
+def test_rule_workers_run_nicer_than_the_training(tmp_path, option, added):
+    """Each rule worker (here the debugging rules' and the profiler rules') is started `added`
+    steps nicer than the training: on busy cores it takes what the training leaves."""
+    out = tmp_path / "nice.txt"
+    argv = [CLI, "run", "--out", str(tmp_path / "t"), "--rules", "none", "--rule",
+            "LossNotDecreasing", "--rule", "StepOutlier", "--no-system", *option, "--",
+            sys.executable, "-c", _READ_WORKER_NICE, str(out)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    # 6: LossNotDecreasing ends in Error on a trial with no tensors; the workers ran all the same
+    assert p.returncode in (0, 6), p.stderr
+    mine, workers = eval(out.read_text())
+    assert len(workers) == 2, (workers, p.stderr)
+    assert workers == [min(19, mine + added)] * 2, (mine, workers)

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -40,6 +42,21 @@ TEST(ProcessTest, ExitCodesAsAShellReportsThem) {
     EXPECT_EQ(ExitCodeOf(ws), code);
     EXPECT_EQ(DescribeWaitStatus(ws), "exited with code " + std::to_string(code));
   }
+}
+
+// `nice` adds to the child's niceness (the rule workers yield the cores to the training); the
+// child's threads inherit it. The shell's `nice` prints its own niceness.
+TEST(ProcessTest, NiceLowersTheChildsPriority) {
+  errno = 0;
+  const int ours = getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  if (ours > 14) GTEST_SKIP() << "this test already runs at niceness " << ours;
+  ProcessOptions o;
+  o.nice = 5;
+  Process p = StartShell("exit $(nice)", o);
+  EXPECT_EQ(ExitCodeOf(p.Wait()), ours + 5);
+  Process q = StartShell("exit $(nice)");
+  EXPECT_EQ(ExitCodeOf(q.Wait()), ours);
 }
 
 TEST(ProcessTest, KilledBySignalIs128PlusTheSignal) {

@@ -25,6 +25,7 @@ struct ProcessOptions {
                                   // REQUIRES: own_group
   bool die_with_parent = false;   // SIGTERM when the starting process dies (Linux PDEATHSIG)
   bool stdout_to_stderr = false;  // the child's stdout is the parent's stderr
+  int nice = 0;  // added to the child's niceness before exec (0..19; e.g. 10: it yields the CPU)
 };
 
 class Process {
