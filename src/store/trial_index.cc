@@ -208,8 +208,8 @@ size_t TrialIndex::MemoryUsage() const {
     for (const ClosureStep& c : steps) {
       bytes += sizeof(c) + c.optimizer.capacity();
       for (const auto& e : c.evaluations) {
-        bytes += sizeof(e);
-        for (const std::string& n : e) bytes += sizeof(n) + n.capacity();
+        bytes += sizeof(std::vector<std::string>);
+        for (const std::string& n : e) bytes += sizeof(std::string) + n.capacity();
       }
     }
   }
