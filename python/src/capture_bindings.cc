@@ -204,6 +204,11 @@ class PyHook {
     MutexLock lock(&mu_);
     hook_->EndStep();
   }
+  void SetClosureSteps(std::vector<ClosureStep> closures) {
+    py::gil_scoped_release release;
+    MutexLock lock(&mu_);
+    hook_->SetClosureSteps(std::move(closures));
+  }
 
   // Saves one value as planned; conversion errors are reported, not raised (fail open).
   bool Save(const std::string& name, py::handle value, bool nocopy) {
@@ -557,6 +562,21 @@ void RegisterCapture(py::module_& m) {
           py::arg("modules"),
           "Records the modules (name, class) in the order they ran in the first step "
           "(_meta.modules).")
+      .def(
+          "set_closure_steps",
+          [](PyHook& h,
+             const std::vector<std::pair<std::string, std::vector<std::vector<std::string>>>>&
+                 steps) {
+            std::vector<ClosureStep> out;
+            out.reserve(steps.size());
+            for (const auto& [optimizer, evaluations] : steps) {
+              out.push_back(ClosureStep{optimizer, evaluations});
+            }
+            h.SetClosureSteps(std::move(out));
+          },
+          py::arg("steps"),
+          "Records [(optimizer class, [[loss tensor names of one evaluation], ...])] for the "
+          "current step (index meta.closure_evaluations); nothing if the step saved nothing.")
       .def("collection_names",
            [](PyHook& h) {
              std::vector<std::string> out;

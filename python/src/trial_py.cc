@@ -315,7 +315,22 @@ Thread-safe.)doc")
             auto shape = ValueOrThrow(NoGil([&] { return s.t().Shape(tensor, step, md, worker); }));
             return py::tuple(py::cast(shape));
           },
-          py::arg("tensor"), py::arg("step"), py::arg("mode") = 4, py::arg("worker") = "");
+          py::arg("tensor"), py::arg("step"), py::arg("mode") = 4, py::arg("worker") = "")
+      .def(
+          "closure_steps",
+          [](PyTrial& s, int64_t step, const std::string& worker) {
+            auto steps = NoGil([&] { return s.t().ClosureSteps(step, worker); });
+            py::list out;
+            for (const ClosureStep& c : steps) {
+              py::dict d;
+              d["optimizer"] = c.optimizer;
+              d["evaluations"] = py::cast(c.evaluations);
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("step"), py::arg("worker") = "",
+          "[{'optimizer', 'evaluations': [[names], ...]}] recorded at the global step.");
 }
 
 }  // namespace trainscope::python

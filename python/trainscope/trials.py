@@ -256,6 +256,14 @@ class Trial:
         read bounded (64 KiB, regular files only). See docs/formats/trial.md."""
         return self._core.incomplete()
 
+    def closure_evaluations(self, step, worker=""):
+        """trainscope's record of the optimizer steps given a closure at global `step` whose
+        closure ran more than once (LBFGS): a list of ``{"optimizer": class name,
+        "evaluations": [[loss tensor names saved by one call of the closure], ...]}`` in call
+        order; empty when the step has none (and in trials written by smdebug). `worker`: ""
+        for the first worker by name that recorded one. See docs/formats/index.md."""
+        return self._core.closure_steps(int(step), str(worker))
+
     # Tensors.
 
     def tensor(self, tname):

@@ -399,6 +399,12 @@ bool Hook::Step() {
 
 void Hook::EndStep() { impl_->EndStep(); }
 
+void Hook::SetClosureSteps(std::vector<ClosureStep> closures) {
+  Impl& d = *impl_;
+  if (d.closed || !d.step_open) return;  // the step saved nothing: no index to record it in
+  d.Note(d.writer->SetClosureSteps(std::move(closures)), "(closure evaluations)");
+}
+
 const TensorPlan& Hook::Plan(std::string_view name) {
   return impl_->planner.Plan(name, impl_->due);
 }

@@ -14,11 +14,17 @@
 //   standard errors of the batch noise.
 //
 // With mode=EVAL or PREDICT, whole evaluation passes are compared (the "window" condition).
+//
+// Closure evaluations (LBFGS: optimizer.step(closure) evaluates the loss up to max_iter times a
+// step): where the trial records them, a loss's evaluations are one series in (step, evaluation)
+// order (rules/loss_series.h), whose windows are num_steps evaluations, so a loss that blows up
+// within the evaluations of one step, or of a few, is judged as it happens.
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
 
+#include "rules/loss_series.h"
 #include "rules/loss_util.h"
 
 namespace trainscope::rules_internal {
@@ -177,13 +183,17 @@ class LossNotDecreasing : public BuiltinRule {
     } else if (mode_ ? (*mode_ != Mode::kGlobal && mode != *mode_) : !IsTrainLike(mode)) {
       return v;
     }
-    const int64_t pos = (mode_ && *mode_ == Mode::kGlobal) ? step : mode_step;
+    const int64_t step_pos = (mode_ && *mode_ == Mode::kGlobal) ? step : mode_step;
     TS_ASSIGN_OR_RETURN(auto names, data().Select(selection_, step));
     // Trend findings of the series whose window closed at this step; the series that closed.
     Verdict trend;
     std::set<std::string> closed;
-    for (const auto& name : names) {
-      TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), name, step));
+    // The step's losses in series order: a loss's closure evaluations (LBFGS) are one series.
+    const std::vector<LossPoint> points = OrderLossTensors(
+        names, phases ? std::vector<ClosureStep>() : data().trial().ClosureSteps(step));
+    for (const LossPoint& point : points) {
+      const std::string& name = point.series;
+      TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), point.tensor, step));
       if (!value) continue;
       if (series_.size() >= kMaxSeries && !series_.count(name)) continue;
       Series& s = series_[name];
@@ -191,6 +201,20 @@ class LossNotDecreasing : public BuiltinRule {
         s.Add(*value, false);
         continue;
       }
+      if (point.evaluation >= 0) {
+        if (!s.by_evaluation) {
+          // From now on a position is a value (an evaluation), not a step: the open window
+          // keeps its values, at positions 0..count-1.
+          s.by_evaluation = true;
+          s.next_pos = s.count;
+          s.start = 0;
+        }
+        s.optimizer = point.optimizer;
+        s.evaluation = point.evaluation;
+      } else {
+        s.evaluation = -1;
+      }
+      const int64_t pos = s.by_evaluation ? s.next_pos++ : step_pos;
       if (!s.open) {
         s.start = pos;
         s.open = true;
@@ -205,6 +229,10 @@ class LossNotDecreasing : public BuiltinRule {
         s.open = false;
       }
     }
+    // A series of closure evaluations can close several windows in one step: its first finding
+    // of the step stands for them.
+    KeepFirstPerTensor(&v);
+    KeepFirstPerTensor(&trend);
     // Several loss series (a GAN's generator and discriminator, loss components): one rising
     // or flat series is normal there, so a trend finding needs every series in trouble.
     std::set<std::string> troubled;
@@ -267,6 +295,17 @@ class LossNotDecreasing : public BuiltinRule {
 
  private:
   static constexpr size_t kMaxSeries = 64;
+
+  static void KeepFirstPerTensor(Verdict* v) {
+    if (v->findings.size() < 2) return;
+    std::set<std::string> seen;
+    std::vector<RuleFinding> kept;
+    for (auto& f : v->findings) {
+      if (seen.insert(f.tensor).second) kept.push_back(std::move(f));
+    }
+    v->findings = std::move(kept);
+  }
+
   struct Series {
     bool open = false;
     int64_t start = 0;
@@ -290,6 +329,12 @@ class LossNotDecreasing : public BuiltinRule {
     bool learned = false;         // dropped meaningfully below the initial level at some point
     int64_t converged_step = -1;  // learned, then no significant trend since this step
     double converged_mean = 0;
+    // Closure evaluations (LBFGS): the series is a loss's evaluations in (step, evaluation)
+    // order; a position is a value, and next_pos the next one's.
+    bool by_evaluation = false;
+    int64_t next_pos = 0;
+    std::string optimizer;    // whose closure evaluated it
+    int64_t evaluation = -1;  // the evaluation of the value added last (-1: not one)
     void Add(double x, bool keep) {
       sum += x;
       ++count;
@@ -304,6 +349,27 @@ class LossNotDecreasing : public BuiltinRule {
       if (windows == 0) first.push_back(x);
     }
   };
+
+  // The explanation's tail for a series of closure evaluations.
+  std::string ClosureContext(const Series& s, int64_t step) const {
+    return "; its values are the loss at each evaluation of " + s.optimizer +
+           "'s closure (optimizer.step(closure) evaluates it several times a step), a window " +
+           "being " + std::to_string(num_steps_) + " evaluations" +
+           (s.evaluation >= 0 ? ", the last one evaluation " + std::to_string(s.evaluation) +
+                                    " of step " + std::to_string(step)
+                              : std::string());
+  }
+
+  static std::string ClosureRecommendation(const Series& s) {
+    const std::string& o = s.optimizer;
+    return "the loss blows up within " + o + "'s own iterations: its learning rate is too high " +
+           "for this problem (try 10x smaller), or " +
+           (o == "LBFGS"
+                ? std::string("its line search is off: pass line_search_fn='strong_wolfe', "
+                              "which accepts only steps that lower the loss")
+                : std::string("it takes steps without a line search")) +
+           "; also check that the closure calls optimizer.zero_grad() before backward()";
+  }
 
   void CloseAny(const std::string& name, Series& s, int64_t step, Verdict* v, Verdict* trend,
                 std::set<std::string>* closed) {
@@ -369,6 +435,10 @@ class LossNotDecreasing : public BuiltinRule {
           "the updates blow the model up: lower the learning rate (try 10x smaller), clip "
           "gradients (torch.nn.utils.clip_grad_norm_), add a warm-up, and check that "
           "optimizer.zero_grad() is called every step (gradients otherwise accumulate)";
+      if (s.by_evaluation) {
+        f.explanation += ClosureContext(s, step);
+        f.recommendation = ClosureRecommendation(s);
+      }
       v->Add(std::move(f));
       return;
     }
@@ -403,6 +473,10 @@ class LossNotDecreasing : public BuiltinRule {
       f.recommendation =
           "the loss is rising: lower the learning rate (try 10x smaller) or add a warm-up, "
           "clip gradients, and check the data pipeline for shuffled labels or corrupted batches";
+      if (s.by_evaluation) {
+        f.explanation += ClosureContext(s, step);
+        f.recommendation = ClosureRecommendation(s);
+      }
       v->Add(std::move(f));
       return;
     }

@@ -228,6 +228,8 @@ bool FastParseIndexFile(std::string_view text, IndexFileView* out) {
           has_event_file = true;
           return Once(&mseen, 4) && c.String(&event_file);
         }
+        // trainscope's closure record (a few LBFGS steps): left to ParseIndexFile.
+        if (mkey == "closure_evaluations") return false;
         return c.SkipScalar();
       });
     }
@@ -263,6 +265,7 @@ void ViewOf(const IndexFile& file, IndexFileView* out) {
   out->mode = file.mode;
   out->mode_step = file.mode_step;
   out->event_file_name = file.event_file_name;
+  out->closures = file.closures.empty() ? nullptr : &file.closures;
   for (const IndexTensorEntry& t : file.tensors) {
     out->tensors.push_back({t.tensorname, t.start_idx, t.length, t.crc32c});
   }

@@ -43,11 +43,15 @@ struct IndexFileView {
   std::vector<IndexTensorEntryView> tensors;
   std::vector<IndexShapeEntryView> shapes;
   std::vector<int64_t> dims;  // every shape's dims, back to back
+  // meta.closure_evaluations: only from ViewOf (the fast parser declines files that have it);
+  // nullptr = absent.
+  const std::vector<ClosureStep>* closures = nullptr;
 
   void Clear() {
     tensors.clear();
     shapes.clear();
     dims.clear();
+    closures = nullptr;
   }
 };
 

@@ -86,6 +86,27 @@ std::string EncodeIndexFile(const IndexFile& index) {
     out.append(", \"event_file_name\": ");
     AppendJsonString(index.event_file_name, &out);
   }
+  if (!index.closures.empty()) {
+    out.append(", \"closure_evaluations\": [");
+    for (size_t c = 0; c < index.closures.size(); ++c) {
+      const ClosureStep& step = index.closures[c];
+      if (c > 0) out.append(", ");
+      out.append("{\"optimizer\": ");
+      AppendJsonString(step.optimizer, &out);
+      out.append(", \"evaluations\": [");
+      for (size_t e = 0; e < step.evaluations.size(); ++e) {
+        if (e > 0) out.append(", ");
+        out.push_back('[');
+        for (size_t k = 0; k < step.evaluations[e].size(); ++k) {
+          if (k > 0) out.append(", ");
+          AppendJsonString(step.evaluations[e][k], &out);
+        }
+        out.push_back(']');
+      }
+      out.append("]}");
+    }
+    out.push_back(']');
+  }
   out.append("}, \"tensor_payload\": [");
   for (size_t i = 0; i < index.tensors.size(); ++i) {
     const IndexTensorEntry& t = index.tensors[i];
@@ -243,6 +264,9 @@ class IndexParser {
       out.event_file_name = (*meta)["event_file_name"].get<std::string>();
     }
 
+    TS_ASSIGN_OR_RETURN(const Json* closures, Member(*meta, "closure_evaluations", "meta", false));
+    if (closures != nullptr) TS_RETURN_IF_ERROR(ParseClosures(*closures, &out.closures));
+
     if (shapes != nullptr && !shapes->is_null()) {
       if (!shapes->is_array()) return Error("\"shape_payload\" is not a list");
       out.shapes.reserve(shapes->size());
@@ -271,6 +295,34 @@ class IndexParser {
   }
 
  private:
+  // meta.closure_evaluations: [{"optimizer": "LBFGS", "evaluations": [["name", ...], ...]}, ...].
+  Status ParseClosures(const Json& v, std::vector<ClosureStep>* out) const {
+    static constexpr const char* kWhere = "meta.closure_evaluations";
+    if (!v.is_array()) return Error(std::string(kWhere) + " is not a list");
+    out->reserve(v.size());
+    for (size_t c = 0; c < v.size(); ++c) {
+      const std::string where = std::string(kWhere) + "[" + std::to_string(c) + "]";
+      if (!v[c].is_object()) return Error(where + " is not an object");
+      ClosureStep step;
+      TS_ASSIGN_OR_RETURN(step.optimizer, String(v[c], "optimizer", where));
+      TS_ASSIGN_OR_RETURN(const Json* evals, Member(v[c], "evaluations", where, true));
+      if (!evals->is_array()) return Error(where + " \"evaluations\" is not a list");
+      step.evaluations.reserve(evals->size());
+      for (const Json& e : *evals) {
+        if (!e.is_array()) return Error(where + " has an evaluation that is not a list");
+        std::vector<std::string> names;
+        names.reserve(e.size());
+        for (const Json& n : e) {
+          if (!n.is_string()) return Error(where + " has a tensor name that is not a string");
+          names.push_back(n.get<std::string>());
+        }
+        step.evaluations.push_back(std::move(names));
+      }
+      out->push_back(std::move(step));
+    }
+    return Status::OK();
+  }
+
   std::string_view path_;
 };
 

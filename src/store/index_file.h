@@ -5,6 +5,8 @@
 //    "tensor_payload": [{"tensorname": "x", "start_idx": 0, "length": 112, "crc32c": 305419896}],
 //    "shape_payload": [{"tensorname": "x", "originalname": "x", "shape": [16, 8]}]}
 //
+// `meta.closure_evaluations` (optional) is trainscope's too: the loss tensors each closure
+// evaluation of an optimizer step saved (index.md).
 // `crc32c` is trainscope's extra key: the plain (unmasked) CRC32C of the record's payload.
 // smdebug ignores unknown keys; our reader checks it when present.
 //
@@ -19,6 +21,7 @@
 
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
+#include "trainscope/trial.h"
 
 namespace trainscope {
 
@@ -41,6 +44,8 @@ struct IndexFile {
   std::string event_file_name;  // relative to the trial root; empty = absent (shapes only)
   std::vector<IndexTensorEntry> tensors;
   std::vector<IndexShapeEntry> shapes;
+  // meta.closure_evaluations (trainscope's, optional; empty = absent).
+  std::vector<ClosureStep> closures;
 };
 
 // Serialises `index` as smdebug's IndexWriter does (json.dumps key order and separators), plus

@@ -86,6 +86,9 @@ class StepBuffer {
   // Index entries (offsets and lengths; crc32c computed here from the bytes). REQUIRES: Finish().
   std::vector<IndexTensorEntry> TensorEntries() const;
   const std::vector<IndexShapeEntry>& shapes() const { return shapes_; }
+  // The index's meta.closure_evaluations (TrialWriter::SetClosureSteps).
+  void set_closures(std::vector<ClosureStep> c) { closures_ = std::move(c); }
+  const std::vector<ClosureStep>& closures() const { return closures_; }
 
  private:
   struct Record {
@@ -135,6 +138,7 @@ class StepBuffer {
   std::unordered_map<std::string, size_t> record_of_;
   std::vector<IndexShapeEntry> shapes_;
   std::unordered_map<std::string, size_t> shape_of_;
+  std::vector<ClosureStep> closures_;
   std::vector<std::shared_ptr<const void>> keepalives_;
   std::string scratch_;
   uint64_t file_size_ = 0;

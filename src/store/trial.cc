@@ -192,4 +192,8 @@ Result<std::vector<int64_t>> Trial::Shape(const std::string& tensor, int64_t ste
   return impl_->Shape(tensor, step, mode, worker);
 }
 
+std::vector<ClosureStep> Trial::ClosureSteps(int64_t step, const std::string& worker) {
+  return impl_->ClosureSteps(step, worker);
+}
+
 }  // namespace trainscope

@@ -34,6 +34,29 @@ uint32_t TrialIndex::AddFile(int64_t step, uint16_t worker, Mode mode, int64_t m
   return static_cast<uint32_t>(files_.size() - 1);
 }
 
+void TrialIndex::SetClosures(int64_t step, uint16_t worker, std::vector<ClosureStep> closures) {
+  closures_[{step, worker}] = std::move(closures);
+}
+
+const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step) const {
+  const std::vector<ClosureStep>* best = nullptr;
+  const std::string* best_worker = nullptr;
+  for (auto it = closures_.lower_bound({step, 0}); it != closures_.end() && it->first.first == step;
+       ++it) {
+    const std::string& w = workers_[it->first.second];
+    if (best == nullptr || w < *best_worker) {
+      best = &it->second;
+      best_worker = &w;
+    }
+  }
+  return best;
+}
+
+const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step, uint16_t worker) const {
+  auto it = closures_.find({step, worker});
+  return it == closures_.end() ? nullptr : &it->second;
+}
+
 uint32_t TrialIndex::InternTensor(std::string_view base_name) {
   auto it = tensor_ids_.find(base_name);
   if (it != tensor_ids_.end()) return it->second;
@@ -180,6 +203,16 @@ size_t TrialIndex::MemoryUsage() const {
   for (const FileRecord& f : files_) bytes += sizeof(f) + f.event_file.capacity();
   bytes += (files_.capacity() - files_.size()) * sizeof(FileRecord);
   bytes += dims_.capacity() * sizeof(int64_t) + big_lengths_.capacity() * sizeof(uint64_t);
+  for (const auto& [key, steps] : closures_) {
+    bytes += sizeof(key) + 48;  // map node
+    for (const ClosureStep& c : steps) {
+      bytes += sizeof(c) + c.optimizer.capacity();
+      for (const auto& e : c.evaluations) {
+        bytes += sizeof(std::vector<std::string>);
+        for (const std::string& n : e) bytes += sizeof(std::string) + n.capacity();
+      }
+    }
+  }
   return bytes;
 }
 

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 
 #include "trainscope/modes.h"
 #include "trainscope/reductions.h"
+#include "trainscope/trial.h"
 
 namespace trainscope {
 
@@ -94,6 +96,14 @@ class TrialIndex {
   // A shape_payload entry of file `file_id`.
   void AddShape(uint32_t file_id, std::string_view tensor_name, std::span<const int64_t> dims);
 
+  // The closure record (index meta.closure_evaluations) of `worker` at `step`; a later file for
+  // the same step and worker replaces it.
+  void SetClosures(int64_t step, uint16_t worker, std::vector<ClosureStep> closures);
+  // The record at `step` of the first worker by name that has one; nullptr if none.
+  const std::vector<ClosureStep>* Closures(int64_t step) const;
+  // The record of `worker` at `step`; nullptr if none.
+  const std::vector<ClosureStep>* Closures(int64_t step, uint16_t worker) const;
+
   // Base tensors (reductions folded), by id.
   std::optional<uint32_t> FindTensor(std::string_view name) const;
   size_t num_tensors() const { return tensors_.size(); }
@@ -143,6 +153,8 @@ class TrialIndex {
   std::vector<std::string> workers_;
   std::unordered_map<std::string, uint16_t> worker_ids_;
   std::vector<FileRecord> files_;
+  // Only the steps that have a closure record (few: LBFGS trainings run tens of steps).
+  std::map<std::pair<int64_t, uint16_t>, std::vector<ClosureStep>> closures_;
   std::vector<int64_t> dims_;
   std::vector<uint64_t> big_lengths_;
 };

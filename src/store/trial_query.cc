@@ -451,4 +451,16 @@ Result<std::vector<int64_t>> Trial::Impl::Shape(const std::string& tensor, int64
   return t.shape;
 }
 
+std::vector<ClosureStep> Trial::Impl::ClosureSteps(int64_t step, const std::string& worker) {
+  (void)MaybeRefresh();  // answers with what it can read (as above)
+  MutexLock l(&mu_);
+  const std::vector<ClosureStep>* found = nullptr;
+  if (worker.empty()) {
+    found = index_.Closures(step);
+  } else if (auto id = index_.FindWorker(worker)) {
+    found = index_.Closures(step, *id);
+  }
+  return found == nullptr ? std::vector<ClosureStep>() : *found;
+}
+
 }  // namespace trainscope

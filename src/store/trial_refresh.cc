@@ -126,6 +126,7 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
         index_.AddShape(fid, e.tensorname,
                         std::span<const int64_t>(ix.dims.data() + e.first_dim, e.num_dims));
       }
+      if (ix.closures != nullptr) index_.SetClosures(p.file->step, worker, *ix.closures);
       tracker_.AddWorkerStep(p.file->step, ix.mode, ix.mode_step);
       *changed = true;
     }

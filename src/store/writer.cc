@@ -222,6 +222,12 @@ class TrialWriter::Impl {
 
   bool step_open() const { return step_ != nullptr; }
 
+  Status SetClosureSteps(std::vector<ClosureStep> closures) {
+    if (step_ == nullptr) return Status::InvalidArgument("SetClosureSteps: no step is open");
+    step_->set_closures(std::move(closures));
+    return Status::OK();
+  }
+
   Status WriteCollections(std::string_view json) {
     const std::string rel = trial_format::CollectionsFilePath(options_.worker);
     const std::string path = JoinPath(dir_, rel);
@@ -237,6 +243,7 @@ class TrialWriter::Impl {
     index.mode = step.mode();
     index.mode_step = step.mode_step();
     index.shapes = step.shapes();
+    index.closures = step.closures();
     if (step.has_records()) {
       index.event_file_name = trial_format::EventFilePath(step.step(), worker);
       index.tensors = step.TensorEntries();
@@ -463,6 +470,7 @@ class TrialWriter::Impl {
     index->mode = step.mode();
     index->mode_step = step.mode_step();
     index->shapes = step.shapes();
+    index->closures = step.closures();
     if (!step.has_records()) return Status::OK();
     index->event_file_name = trial_format::EventFilePath(step.step(), options_.worker);
     *event_path = JoinPath(dir_, index->event_file_name);
@@ -666,6 +674,9 @@ Status TrialWriter::AddShape(std::string_view name, const std::vector<int64_t>& 
 }
 Status TrialWriter::EndStep() { return impl_->EndStep(); }
 bool TrialWriter::step_open() const { return impl_->step_open(); }
+Status TrialWriter::SetClosureSteps(std::vector<ClosureStep> closures) {
+  return impl_->SetClosureSteps(std::move(closures));
+}
 Status TrialWriter::WriteCollections(std::string_view json) {
   return impl_->WriteCollections(json);
 }

@@ -309,10 +309,11 @@ struct StepPlan {
   int64_t step = 0;
   Mode mode = Mode::kGlobal;
   int64_t mode_step = 0;
-  const Json* tensors = nullptr;  // name -> spec
-  int64_t k = 0, n = 1;           // index in its group
-  double idle_seconds = 0;        // > 0: no step, the clock moves on
-  double seconds = 1;             // clock advance before the step
+  const Json* tensors = nullptr;   // name -> spec
+  const Json* closures = nullptr;  // the index's meta.closure_evaluations, or nullptr
+  int64_t k = 0, n = 1;            // index in its group
+  double idle_seconds = 0;         // > 0: no step, the clock moves on
+  double seconds = 1;              // clock advance before the step
 };
 
 inline std::vector<StepPlan> PlanSteps(const Json& steps) {
@@ -344,6 +345,7 @@ inline std::vector<StepPlan> PlanSteps(const Json& steps) {
       p.mode = mode;
       p.mode_step = mode_steps[mode]++;
       p.tensors = &g["tensors"];
+      if (g.contains("closure_evaluations")) p.closures = &g["closure_evaluations"];
       p.k = k;
       p.n = n;
       p.seconds = g.value("seconds_per_step", 1.0);
@@ -383,6 +385,15 @@ inline void WriteStep(TrialWriter& w, const StepPlan& p, std::mt19937_64& rng) {
             w.AddTensor(ReductionTensorName(name, *r), TensorView::Scalar(DType::kF64, &d)).ok());
       }
     }
+  }
+  if (p.closures != nullptr) {
+    std::vector<ClosureStep> closures;
+    for (const Json& c : *p.closures) {
+      closures.push_back(
+          ClosureStep{c["optimizer"].get<std::string>(),
+                      c["evaluations"].get<std::vector<std::vector<std::string>>>()});
+    }
+    ASSERT_TRUE(w.SetClosureSteps(std::move(closures)).ok());
   }
   ASSERT_TRUE(w.EndStep().ok());
 }

@@ -11,12 +11,13 @@ PyTorch module, parameter and tensor hooks. Nothing from trainscope runs, so wha
 a fact about the training, whatever trainscope's rules later make of it.
 
 What it records per step (the step boundary is each forward call of the registered module, as in
-smdebug): mode, mode step, wall time, the loss, mean |gradient| of every parameter, the relative
-update ||w - w_prev|| / ||w_prev|| of every parameter since the previous training step, NaN/inf in
-losses, parameters and gradients, and for modules of the activation types (ReLU, Tanh, Sigmoid)
-the activity of their units; the top module's input (per-channel mean of 4-D inputs, share of
-zeros, share of token 0 of integer inputs); the variance of every ReLU module's input; the values
-given to save_tensor (labels, predictions). OUT.json holds the per-step records and a summary.
+smdebug, or each hook.step() once the program calls it, as with trainscope's hook): mode, mode step,
+wall time, the loss, mean |gradient| of every parameter, the relative update ||w - w_prev|| /
+||w_prev|| of every parameter since the previous training step, NaN/inf in losses, parameters and
+gradients, and for modules of the activation types (ReLU, Tanh, Sigmoid) the activity of their
+units; the top module's input (per-channel mean of 4-D inputs, share of zeros, share of token 0 of
+integer inputs); the variance of every ReLU module's input; the values given to save_tensor (labels,
+predictions). OUT.json holds the per-step records and a summary.
 """
 
 import json
@@ -250,6 +251,7 @@ class Hook:
         self._params = []
         self._collections = {}
         self._closed = False
+        self._explicit = False  # hook.step() marks the steps (forward calls no longer do)
         _HOOK = self
 
     @classmethod
@@ -267,7 +269,8 @@ class Hook:
             mname = top_name if sub is top else name
             sub.register_forward_hook(
                 lambda m, i, o, mname=mname: _pm.REC.io(mname, m, i, o))
-        top.register_forward_pre_hook(lambda m, i: _pm.REC.boundary(self))
+        top.register_forward_pre_hook(
+            lambda m, i: None if self._explicit else _pm.REC.boundary(self))
         for pname, p in top.named_parameters():
             name = f"{top_name}_{pname}"
             self._params.append((name, p))
@@ -279,6 +282,10 @@ class Hook:
     def register_loss(self, loss_module):
         lname = loss_module._get_name()
         loss_module.register_forward_hook(lambda m, i, o: _pm.REC.loss(lname, o))
+
+    def step(self):
+        self._explicit = True
+        _pm.REC.boundary(self)
 
     def set_mode(self, mode):
         _pm.REC.mode = mode.name if hasattr(mode, "name") else str(mode).upper()

@@ -440,6 +440,26 @@ def check_detach_by_mistake(r, s):
     assert min(_params(s["update_ratio_min"], "head").values()) > 0.0
 
 
+def _step_losses(r, mode):
+    """Each step of `mode`'s losses: every closure evaluation of an LBFGS step, in order."""
+    return [s["losses"] for s in r["steps"] if s["mode"] == mode and s["losses"]]
+
+
+def check_healthy_lbfgs_sine_lstm(r, s):
+    assert s["first_nonfinite_step"] is None
+    train = _step_losses(r, "TRAIN")
+    assert len(train) == 3 and all(len(e) == 20 for e in train), [len(e) for e in train]
+    assert train[-1][-1] < 0.01 * train[0][0], (train[0][0], train[-1][-1])
+    test = _step_losses(r, "EVAL")
+    assert test[-1][0] < 0.01 * train[0][0], (test[-1][0], train[0][0])
+
+
+def check_diverging_lbfgs_lr_no_line_search(r, s):
+    assert s["first_nonfinite_step"] is None
+    first = _step_losses(r, "TRAIN")[0]
+    assert len(first) == 20 and first[9] > 1000 * first[0], first
+
+
 CHECKS = {name[len("check_"):] + ".py": fn for name, fn in globals().items()
           if name.startswith("check_")}
 

@@ -43,6 +43,7 @@ import torch
 from torch.optim import optimizer as _optim
 
 from .. import modes as _modes
+from .._closures import closure_of, with_closure
 from . import _discover
 
 _session = None
@@ -62,17 +63,6 @@ def start():
     return _session
 
 
-def _closure_of(args, kwargs):
-    """The closure an optimizer step was given, and where ("kwargs", or "args": args[1], after
-    the optimizer itself, as PyTorch passes them to step hooks), or (None, None)."""
-    closure = kwargs.get("closure")
-    if callable(closure):
-        return closure, "kwargs"
-    if len(args) > 1 and callable(args[1]):
-        return args[1], "args"
-    return None, None
-
-
 def _no_gradient_hook(grad):
     return None
 
@@ -88,6 +78,10 @@ def _hook_class():
         from ..pytorch.hook import Hook, _unwrap
 
         class AutoHook(Hook):
+            # Made inside an optimizer step pre-hook, where PyTorch forbids adding another: the
+            # session hands the hook each step's closure (AutoSession._with_closure).
+            _WATCH_CLOSURES = False
+
             def _grad_hook(self, gname):
                 return _no_gradient_hook
 
@@ -338,7 +332,7 @@ class AutoSession:
                     self._pending = True
                 self._train_activity()
             if self.hook._saving:
-                closure, where = _closure_of(args, kwargs)
+                closure, where = closure_of(args, kwargs)
                 if closure is None:
                     self._save_gradients(optimizer)
                 else:
@@ -351,11 +345,15 @@ class AutoSession:
 
     def _with_closure(self, optimizer, closure, where, args, kwargs):
         """(args, kwargs) for the step with `closure` wrapped to save the gradients after its
-        first call (LBFGS calls it again: the first gradient is the one the step starts from)."""
+        first call (LBFGS calls it again: the first gradient is the one the step starts from),
+        each call being one evaluation in the step's closure record (the hook's
+        ClosureRecorder: index meta.closure_evaluations)."""
         session, done = self, []
+        hook = self.hook
+        evaluate = hook._closures.wrap(hook, optimizer, closure)
 
         def closure_then_save(*a, **k):
-            result = closure(*a, **k)
+            result = evaluate(*a, **k)
             if not done:
                 done.append(True)
                 try:
@@ -365,9 +363,7 @@ class AutoSession:
                     session._fail(e, "optimizer step")
             return result
 
-        if where == "kwargs":
-            return args, {**kwargs, "closure": closure_then_save}
-        return (args[0], closure_then_save, *args[2:]), kwargs
+        return with_closure(args, kwargs, where, closure_then_save)
 
     def _optimizer_post(self, optimizer, args, kwargs):
         if self.off or self.hook is None:

@@ -9,12 +9,15 @@ from .._native import load as _load_core
 
 
 class IndexedNames:
-    """"<base>_output_<i>" (or "_input_") for i = 0, 1, ...: each made once by the core."""
+    """"<base>_output_<i>" (or "_input_") for i = 0, 1, ...: each made once by the core.
+    `loss`: the outputs of a loss module or values given to record_tensor_value (what the
+    closure record lists, _closures.py)."""
 
-    __slots__ = ("names", "_make", "_base")
+    __slots__ = ("names", "loss", "_make", "_base")
 
     def __init__(self, make, base):
         self.names = []
+        self.loss = False
         self._make = make
         self._base = base
 

@@ -49,6 +49,7 @@ from .. import modes as _modes
 from .._native import load as _load_core
 from ..exceptions import SMDebugError, SMDebugTypeError, SMDebugValueError, TrainingStopped
 from . import _configs, singleton
+from .._closures import ClosureRecorder, closure_of, with_closure
 from ._device import DeviceStepBuffer
 from ._names import TensorNames
 from .collection import Collection, CollectionKeys
@@ -312,6 +313,13 @@ class Hook:
         self._saving_handles = []
         self._saving_hooks_on = True  # attached at registration, for the first step
         self._wrappers = {}  # collection name -> Collection
+        # Which loss outputs each closure evaluation of an optimizer step saved (LBFGS calls
+        # its closure up to 20 times a step): handed to the core at the step boundary
+        # (index meta.closure_evaluations, docs/formats/index.md).
+        self._closures = ClosureRecorder()
+        self._optimizer_handle = None
+        if self._WATCH_CLOSURES:
+            self._watch_closures()
         self._device = DeviceStepBuffer(core.STATS_FIELDS)
         # Framework metrics (trainscope.profiler): None when the profiler is off, and then no
         # profiling callback exists anywhere (the only cost is this attribute's None tests).
@@ -319,6 +327,41 @@ class Hook:
         self._init_profiler(profiler_config, _hook_json_path)
         singleton.set_hook(self)
         atexit.register(self._atexit)
+
+    # The closures of optimizer steps are wrapped by a global optimizer step pre-hook; the
+    # automatic mode's hook (made inside one, when PyTorch forbids adding another) is handed them
+    # by its session instead.
+    _WATCH_CLOSURES = True
+
+    def _watch_closures(self):
+        try:
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+        except ImportError:  # torch < 2.0: no global optimizer hooks, no closure record
+            return
+        self._optimizer_handle = register_optimizer_step_pre_hook(self._optimizer_pre)
+
+    def _optimizer_pre(self, optimizer, args, kwargs):
+        """A step given a closure, on a saving step: the closure wrapped so that each call of it
+        is one evaluation (_closures.py)."""
+        if not self._saving:
+            return None
+        try:
+            closure, where = closure_of(args, kwargs)
+            if closure is None:
+                return None
+            return with_closure(args, kwargs, where, self._closures.wrap(self, optimizer, closure))
+        except Exception as e:
+            self._report("(optimizer closure)", e)
+            return None
+
+    def _record_closures(self):
+        """Hands the ending step's closure record to the core (its index meta)."""
+        try:
+            steps = self._closures.take()
+            if steps:
+                self._c.set_closure_steps(steps)
+        except Exception as e:
+            self._report("(closure evaluations)", e)
 
     # ---- construction from JSON --------------------------------------------------------------
 
@@ -399,6 +442,8 @@ class Hook:
             except Exception as e:
                 self._report("(module order)", e)
             self._order = self._order_seen = None
+        if self._closures.steps:
+            self._record_closures()
         saving = self._c.step()
         # A rule's stop action writes <trial>/rule-output/stop_training.json
         # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
@@ -516,6 +561,7 @@ class Hook:
                 f"loss_module={loss_module} must be a torch.nn.Module such as "
                 "nn.CrossEntropyLoss()")
         loss_module._ts_name = loss_module._get_name()
+        self._names.outputs(loss_module._ts_name).loss = True
         _copy_unhooked(loss_module)
         self._add_forward_hook(loss_module)  # once, even if it is part of a registered module
 
@@ -600,7 +646,12 @@ class Hook:
         """Saves the tensors of `value` (nested tuples and lists) under the next of `names`
         (an IndexedNames: "<module>_output_<i>"...), counting on from earlier calls this step."""
         counts = self._io_counts
-        counts[names] = self._write_nested(names, value, counts.get(names, 0))
+        first = counts.get(names, 0)
+        counts[names] = end = self._write_nested(names, value, first)
+        evaluation = self._closures.evaluation
+        if evaluation is not None and names.loss:  # inside a closure evaluation (LBFGS)
+            plan = self._c.plan
+            evaluation.extend(n for n in map(names.at, range(first, end)) if plan(n) is not None)
 
     def _write_nested(self, names, var, idx):
         if isinstance(var, torch.Tensor):
@@ -633,7 +684,9 @@ class Hook:
             raise SMDebugTypeError(f"tensor_value={tensor_value} must be torch.Tensor")
         if self._saving:
             try:
-                self._write_io(self._names.outputs(tensor_name), tensor_value)
+                names = self._names.outputs(tensor_name)
+                names.loss = True
+                self._write_io(names, tensor_value)
             except Exception as e:
                 self._report(tensor_name, e)
 
@@ -764,6 +817,11 @@ class Hook:
         self._closed = True
         self._saving = False
         self._set_saving_hooks(False)
+        if self._optimizer_handle is not None:
+            self._optimizer_handle.remove()
+            self._optimizer_handle = None
+        if self._closures.steps:
+            self._record_closures()
         if self._prof is not None:
             self._prof.close()
         self._c.close()

@@ -74,6 +74,7 @@
 #include "trainscope/status.h"
 #include "trainscope/stop_signal.h"
 #include "trainscope/tensor.h"
+#include "trainscope/trial.h"
 
 namespace trainscope {
 
@@ -176,6 +177,12 @@ class Hook {
   // as smdebug does; a name saved twice before then keeps its last value.
   Status SaveCustomTensor(std::string_view name, const TensorView& v,
                           const std::vector<std::string>& collections);
+
+  // Records, for the current step, which loss tensors each closure evaluation of its optimizer
+  // steps saved (the index's meta.closure_evaluations, docs/formats/index.md); replaces an
+  // earlier record of the step. Nothing is recorded when the step saved nothing (no files).
+  // Call it before the step ends (Step(), EndStep(), Close()).
+  void SetClosureSteps(std::vector<ClosureStep> closures);
 
   // Writes the collections file (once a step was saved) and waits until every ended step is
   // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().

@@ -109,6 +109,15 @@ struct ModuleInfo {
   std::string type;
 };
 
+// One optimizer step given a closure (`optimizer.step(closure)`: LBFGS calls it up to max_iter
+// times), as the hook recorded it in its step's index (docs/formats/index.md,
+// meta.closure_evaluations): the loss tensors each call of the closure saved, in call order.
+struct ClosureStep {
+  std::string optimizer;                              // its class name ("LBFGS")
+  std::vector<std::vector<std::string>> evaluations;  // per call: loss tensor names, saved order
+  bool operator==(const ClosureStep&) const = default;
+};
+
 // One worker's incomplete marker, <trial>/incomplete_<worker>.json (docs/formats/trial.md,
 // "Incomplete marker"): that worker lost steps. `readable` is false when the file is empty (the
 // disk had no room for its content) or its content cannot be read (`problem` says why); the
@@ -224,6 +233,12 @@ class Trial {
                                                                     int64_t step,
                                                                     Mode mode = Mode::kGlobal,
                                                                     const std::string& worker = "");
+  // The closure evaluations recorded at global step `step` (index meta.closure_evaluations), by
+  // `worker` ("" = the first worker by name that recorded any there); empty when the step has
+  // none (no optimizer step with a closure called twice or more, a trial written by smdebug or
+  // an older trainscope, a step not loaded yet).
+  std::vector<ClosureStep> ClosureSteps(int64_t step, const std::string& worker = "");
+
   // Saved shape, else the raw value's shape.
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step,
                                      Mode mode = Mode::kGlobal, const std::string& worker = "");

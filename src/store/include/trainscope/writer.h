@@ -52,6 +52,7 @@
 #include "trainscope/modes.h"
 #include "trainscope/status.h"
 #include "trainscope/tensor.h"
+#include "trainscope/trial.h"
 
 namespace trainscope {
 
@@ -132,6 +133,10 @@ class TrialWriter {
   Status EndStep();
   // True between BeginStep and EndStep.
   bool step_open() const;
+  // Records in the open step's index which loss tensors each closure evaluation of its optimizer
+  // steps saved (meta.closure_evaluations, docs/formats/index.md); replaces an earlier record of
+  // the step. Written only if the step has files. InvalidArgument when no step is open.
+  Status SetClosureSteps(std::vector<ClosureStep> closures);
 
   // Writes collections/000000000/<worker>_collections.json atomically (now, on this thread).
   Status WriteCollections(std::string_view json);
