@@ -9,7 +9,8 @@
 // outlier's time beyond the mean: other processes held the cores) are the machine's, not the
 // training's: they are counted apart and do not fire. An outlier is judged
 // once that sample has arrived (a sample without the metric: counted); a trial without system
-// samples on the outlier's node counts it kNoSystemDataUs of data time later, or at the end.
+// samples on the outlier's node counts it kNoSystemDataUs of data time later, one whose samples
+// stopped kStaleSystemDataUs later, or at the end.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -22,6 +23,9 @@ namespace {
 
 constexpr int64_t kMinSteps = 100;
 constexpr int64_t kNoSystemDataUs = 5'000'000;
+// Samples that stop coming (the sampler ended before the training): an outlier waits at most this
+// long, in data time, for its sample, and is then counted.
+constexpr int64_t kStaleSystemDataUs = 30'000'000;
 constexpr size_t kMaxSamples = 2400;  // per node: 20 minutes at 500 ms
 
 class StepOutlier : public ProfilerRule {
@@ -150,7 +154,7 @@ class StepOutlier : public ProfilerRule {
                                         : static_cast<double>(at->first - (at - 1)->first) / 1e6;
           contended = at->second >= wait_threshold &&
                       (interval_s <= 0 || at->second / 100.0 * interval_s >= 0.5 * o.excess);
-        } else if (!end && (samples || now_us_ - o.end_us < kNoSystemDataUs)) {
+        } else if (!end && now_us_ - o.end_us < (samples ? kStaleSystemDataUs : kNoSystemDataUs)) {
           break;  // its system sample has not arrived yet
         }
       }
@@ -215,6 +219,7 @@ class StepOutlier : public ProfilerRule {
 
   size_t OwnStateBytes() const override {
     size_t b = series_.size() * (sizeof(Series) + 128);
+    for (const auto& [key, s] : series_) b += s.pending.size() * sizeof(Outlier);
     for (const auto& [node, w] : waits_) b += w.size() * sizeof(w.front()) + node.size();
     return b;
   }
