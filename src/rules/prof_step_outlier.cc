@@ -15,6 +15,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "rules/prof_rule.h"
 
@@ -90,7 +91,6 @@ class StepOutlier : public ProfilerRule {
     if (it == series_.end()) {
       if (series_.size() >= 64) return;
       it = series_.emplace(key, Series{}).first;
-      it->second.key = key;
       it->second.node = e.node_id;
       it->second.phase = e.phase;
     }
@@ -116,7 +116,7 @@ class StepOutlier : public ProfilerRule {
     double seconds, excess, threshold;
   };
   struct Series {
-    std::string key, node, phase;
+    std::string node, phase;  // the series is "<node>/<phase>"
     int64_t n = 0;
     double mean = 0, m2 = 0;
     int64_t outliers = 0;
@@ -128,39 +128,44 @@ class StepOutlier : public ProfilerRule {
     bool fired = false;
   };
 
+  using Samples = std::deque<std::pair<int64_t, double>>;  // (sample time, wait % or -1)
+
   // Judges the pending outliers whose covering system sample is known (`end`: all of them).
   void Resolve(Series& s, bool end, Verdict* v) {
-    const double wait_threshold = params().Double("cpu_wait_threshold");
     // The timeline names its node by host ("ip-10-0-0-1"), the sampler by SageMaker's
     // "algo-<n>": the same name, else the only sampled node (one machine), else none.
     auto w = waits_.find(s.node);
     if (w == waits_.end() && waits_.size() == 1) w = waits_.begin();
+    const Samples* samples = w != waits_.end() && !w->second.empty() ? &w->second : nullptr;
     while (!s.pending.empty()) {
+      const std::optional<bool> contended = Contended(s.pending.front(), samples, end);
+      if (!contended) break;  // its system sample has not arrived yet
       const Outlier o = s.pending.front();
-      bool contended = false;
-      if (wait_threshold > 0) {
-        const bool samples = w != waits_.end() && !w->second.empty();
-        auto at = samples ? std::lower_bound(w->second.begin(), w->second.end(), o.end_us,
-                                             [](const std::pair<int64_t, double>& x, int64_t t) {
-                                               return x.first < t;
-                                             })
-                          : std::deque<std::pair<int64_t, double>>::const_iterator();
-        if (samples && at != w->second.end()) {
-          // Waiting explains the stall when the training waited for a CPU at least
-          // cpu_wait_threshold % of the sample's interval, and at least half the outlier's time
-          // beyond the mean in all (a 0.5 s checkpoint on a busy machine is still the training's).
-          const double interval_s = at == w->second.begin()
-                                        ? 0.0
-                                        : static_cast<double>(at->first - (at - 1)->first) / 1e6;
-          contended = at->second >= wait_threshold &&
-                      (interval_s <= 0 || at->second / 100.0 * interval_s >= 0.5 * o.excess);
-        } else if (!end && now_us_ - o.end_us < (samples ? kStaleSystemDataUs : kNoSystemDataUs)) {
-          break;  // its system sample has not arrived yet
-        }
-      }
       s.pending.pop_front();
-      Count(s, o, contended, v);
+      Count(s, o, *contended, v);
     }
+  }
+
+  // Whether waiting for a CPU explains outlier `o`: the covering sample (the first at or after
+  // its end) shows the training waiting at least cpu_wait_threshold % of the sample's interval,
+  // and at least half the outlier's time beyond the mean in all (a 0.5 s checkpoint on a busy
+  // machine is still the training's). nullopt while that sample may still come.
+  std::optional<bool> Contended(const Outlier& o, const Samples* samples, bool end) const {
+    const double threshold = params().Double("cpu_wait_threshold");
+    if (threshold <= 0) return false;
+    auto not_yet = [&](int64_t patience_us) -> std::optional<bool> {
+      if (!end && now_us_ - o.end_us < patience_us) return std::nullopt;
+      return false;  // no sample will tell: the outlier counts
+    };
+    if (samples == nullptr) return not_yet(kNoSystemDataUs);
+    const auto at = std::lower_bound(
+        samples->begin(), samples->end(), o.end_us,
+        [](const std::pair<int64_t, double>& x, int64_t t) { return x.first < t; });
+    if (at == samples->end()) return not_yet(kStaleSystemDataUs);
+    const double interval_s =
+        at == samples->begin() ? 0.0 : static_cast<double>(at->first - (at - 1)->first) / 1e6;
+    return at->second >= threshold &&
+           (interval_s <= 0 || at->second / 100.0 * interval_s >= 0.5 * o.excess);
   }
 
   void Count(Series& s, const Outlier& o, bool contended, Verdict* v) {
@@ -180,7 +185,7 @@ class StepOutlier : public ProfilerRule {
     const double d = o.seconds;
     const double threshold = o.threshold;
     RuleFinding f = NewProfilerFindingAtStep(o.step);
-    f.tensor = s.key;
+    f.tensor = s.node + "/" + s.phase;
     f.value = d;
     f.threshold = threshold;
     f.condition =
@@ -234,7 +239,7 @@ class StepOutlier : public ProfilerRule {
 
   std::map<std::string, Series> series_;
   // node -> (sample time, ProcessTreeCPUWaitPercent or -1), in time order
-  std::map<std::string, std::deque<std::pair<int64_t, double>>> waits_;
+  std::map<std::string, Samples> waits_;
   int64_t now_us_ = 0;  // the latest framework event's end (data time)
 };
 
