@@ -27,6 +27,7 @@
 #include "trainscope/hook.h"
 #include "trainscope/hook_config.h"
 #include "trainscope/reductions.h"
+#include "trainscope/step_timeline.h"
 #include "trainscope/thread_annotations.h"
 
 namespace py = pybind11;
@@ -199,6 +200,32 @@ class PyHook {
     MutexLock lock(&mu_);
     return hook_->Step();
   }
+  // boundary()'s flags.
+  static constexpr int kBoundarySaving = 1;   // the step begun saves
+  static constexpr int kBoundaryPhases = 2;   // it records its phases (timeline attached)
+  static constexpr int kBoundaryStopped = 4;  // a rule asked to stop: the hook is closed
+
+  // A step boundary in one call, the hot path of a training with short steps: Step() (without
+  // the GIL) and, with a step timeline attached, the Step span that ends and the one that
+  // begins, timed before Step() as the Python profiler timed it.
+  int Boundary() {
+    const uint64_t t_us = timeline_ != nullptr ? timeline_->Now() : 0;
+    const bool saving = Step();
+    const Hook& hook = h();
+    if (!saving && hook.StopRequested()) return kBoundaryStopped;
+    int flags = saving ? kBoundarySaving : 0;
+    if (timeline_ != nullptr &&
+        timeline_->Begin(t_us, hook.mode(), hook.mode_step(), hook.step())) {
+      flags |= kBoundaryPhases;
+    }
+    return flags;
+  }
+  // The profiler's StepTimeline (or None: detached). Called with the GIL, on the training thread.
+  void AttachStepTimeline(py::object timeline) {
+    timeline_ = timeline.is_none() ? nullptr : timeline.cast<StepTimeline*>();
+    timeline_obj_ = std::move(timeline);
+  }
+
   void EndStep() {
     py::gil_scoped_release release;
     MutexLock lock(&mu_);
@@ -353,6 +380,9 @@ class PyHook {
 
   Mutex mu_;
   std::unique_ptr<Hook> hook_ TS_PT_GUARDED_BY(mu_);  // h() reads it without mu_
+  // The attached StepTimeline: the Python object keeps it (and its writer) alive.
+  py::object timeline_obj_;
+  StepTimeline* timeline_ = nullptr;
 };
 
 HookConfig HookConfigFromDict(const py::dict& d) {
@@ -417,6 +447,9 @@ py::dict HookConfigSummary(const HookConfig& c) {
 
 void RegisterCapture(py::module_& m) {
   m.attr("STATS_FIELDS") = FieldNames(StatsFieldSet::All());
+  m.attr("BOUNDARY_SAVING") = PyHook::kBoundarySaving;
+  m.attr("BOUNDARY_PHASES") = PyHook::kBoundaryPhases;
+  m.attr("BOUNDARY_STOPPED") = PyHook::kBoundaryStopped;
   m.def(
       "stats_fields_for",
       [](const py::iterable& reductions) {
@@ -612,6 +645,12 @@ void RegisterCapture(py::module_& m) {
           },
           "None, or why a rule asked the training to stop (the step that saw it closed the "
           "trial): a dict with rule, step, explanation and text.")
+      .def("boundary", &PyHook::Boundary,
+           "step() and the attached step timeline's span in one call: an int of flags, "
+           "BOUNDARY_SAVING (the step saves), BOUNDARY_PHASES (it records its phases), "
+           "BOUNDARY_STOPPED (a rule asked the training to stop; see stop_reason).")
+      .def("attach_step_timeline", &PyHook::AttachStepTimeline, py::arg("timeline"),
+           "A StepTimeline that boundary() begins a span of at each step (None detaches).")
       .def("end_step", &PyHook::EndStep)
       .def_property_readonly("is_saving_step", [](PyHook& h) { return h.h().is_saving_step(); })
       .def("plan", &PyHook::Plan, py::arg("name"),

@@ -25,6 +25,7 @@
 #include "trainscope/metrics_reader.h"
 #include "trainscope/profiler_config.h"
 #include "trainscope/profiler_format.h"
+#include "trainscope/step_timeline.h"
 #include "trainscope/system_sampler.h"
 #include "trainscope/timeline.h"
 #include "trainscope/trace_merge.h"
@@ -59,6 +60,7 @@ class PyTimelineWriter {
       : w_(std::move(w)), pid_(static_cast<int64_t>(getpid())) {}
   ~PyTimelineWriter() { ResetWithoutGil(w_); }
   TimelineWriter& w() { return *w_; }
+  int64_t pid() const { return pid_; }
 
   // smdebug's args: step_num as a string, pid the OS process.
   void Record(std::string_view phase, std::string_view name, int64_t start_us, int64_t dur_us,
@@ -87,6 +89,12 @@ class PyTimelineWriter {
   std::unique_ptr<TimelineWriter> w_;
   int64_t pid_;
 };
+
+// (phase, name, start_us, dur_us, step) of a step span, as the Python recorder keeps spans.
+py::tuple SpanTuple(const StepTimeline::Span& s) {
+  py::str phase(std::string(StepTimeline::PhaseName(s.mode)));
+  return py::make_tuple(phase, phase, s.start_us, s.dur_us, s.step);
+}
 
 py::dict RangeToDict(const ProfileRange& r) {
   py::dict d;
@@ -220,6 +228,41 @@ Thread-safe; record() only appends to a buffer that a background thread writes.)
       .def_property_readonly("events_dropped",
                              [](PyTimelineWriter& self) { return self.w().events_dropped(); })
       .def("finished_files", [](PyTimelineWriter& self) { return self.w().finished_files(); });
+
+  py::class_<StepTimeline>(m, "StepTimeline", R"doc(
+A framework timeline's Step spans (trainscope/step_timeline.h): begin(t_us, mode, mode_step,
+global_step) ends the step in progress (records it into `writer`) and begins the next; returns
+whether the new step records its Forward/Backward/Optimizer spans (PhaseMinIntervalInMilliseconds
+as phase_period_us). A hook given it (Hook.attach_step_timeline) calls begin() at each step
+boundary itself. kept(): the newest `keep` spans as (phase, name, start_us, dur_us, step).)doc")
+      .def(py::init([](PyTimelineWriter& writer, uint64_t phase_period_us, size_t keep) {
+             return std::make_unique<StepTimeline>(&writer.w(), writer.pid(), phase_period_us,
+                                                   keep);
+           }),
+           py::arg("writer"), py::arg("phase_period_us") = 0, py::arg("keep") = 0,
+           py::keep_alive<1, 2>())
+      .def(
+          "begin",
+          [](StepTimeline& t, uint64_t t_us, py::handle mode, int64_t mode_step,
+             int64_t global_step) {
+            return t.Begin(t_us, ModeFromPython(mode), mode_step, global_step);
+          },
+          py::arg("t_us"), py::arg("mode"), py::arg("mode_step"), py::arg("global_step"))
+      .def("end", &StepTimeline::End, py::arg("t_us"))
+      .def("now_us", &StepTimeline::Now)
+      .def_property_readonly("phases_on", &StepTimeline::phases_on)
+      .def_property_readonly("in_step", &StepTimeline::in_step)
+      .def_property_readonly("mode_step", &StepTimeline::mode_step)
+      .def("kept",
+           [](const StepTimeline& t) {
+             py::list out;
+             for (const StepTimeline::Span& s : t.kept()) out.append(SpanTuple(s));
+             return out;
+           })
+      .def("last", [](const StepTimeline& t) -> py::object {
+        if (t.kept().empty()) return py::none();
+        return SpanTuple(t.kept().back());
+      });
 
   py::class_<SystemSampler>(m, "SystemSampler", R"doc(
 System metrics sampler (trainscope/system_sampler.h) writing smdebug's system/incremental layout

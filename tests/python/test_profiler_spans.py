@@ -198,3 +198,23 @@ def test_phase_min_interval_keeps_every_longer_step(tmp_path):
                                               phase_min_interval_ms=25)
     assert not dropped and len(phased) == 5
     assert [step_of(e) for e in by_phase(events, "Forward")] == list(range(5))
+
+
+def test_phase_callbacks_come_and_go_with_the_steps_that_record_phases(tmp_path):
+    # 2 ms steps, phases at most every 5 ms: they turn on and off many times. The forward and
+    # optimizer callbacks are attached only for the steps that record phases, and each of those
+    # steps gets its Forward (from the start of its forward call: it starts at the boundary that
+    # attached the callbacks), Backward and Optimizer spans; the other steps get none.
+    phased, dropped, events = _phased_and_not(tmp_path / "t", steps=40, sleep_ms=2,
+                                              phase_min_interval_ms=5)
+    assert len(phased) + len(dropped) == 40
+    assert len(phased) >= 4 and len(dropped) >= 8, (len(phased), len(dropped))
+    switches = sum(1 for a, b in zip(sorted(phased + dropped, key=step_of),
+                                     sorted(phased + dropped, key=step_of)[1:])
+                   if ("phases" in a["args"]) != ("phases" in b["args"]))
+    assert switches >= 6, switches
+    for phase in ("Forward", "Backward(post-forward)", "Optimizer"):
+        spans = by_phase(events, phase)
+        assert sorted(step_of(e) for e in spans) == sorted(step_of(s) for s in phased), phase
+        for e in spans:
+            assert any(inside(e, s) for s in phased), (phase, e)

@@ -125,7 +125,7 @@ class AutoSession:
         self._originals = {}
         self._local = threading.local()
         self._early_losses = []
-        self._known = weakref.WeakSet()
+        self._known = {}  # id() -> weakref of each optimizer seen (a WeakSet test allocates)
         self._guess = set()  # id() of the optimizers alive at the first step
         self._cycle = None  # id() of the optimizers of one training step, once known
         self._stepped = set()
@@ -323,7 +323,8 @@ class AutoSession:
                 if not self._setup(optimizer):
                     return None
             else:
-                if optimizer not in self._known:
+                known = self._known.get(id(optimizer))
+                if known is None or known() is not optimizer:
                     self._add_optimizer(optimizer)
                 if id(optimizer) in self._stepped:
                     # It steps again before the others: the training step is what stepped so far.
@@ -411,7 +412,7 @@ class AutoSession:
             self._loss_nodes.clear()
         if self._scaled:
             self._scaled.clear()
-        self.hook.step()  # TrainingStopped (a stop action) goes through, on purpose
+        self.hook._explicit_step()  # TrainingStopped (a stop action) goes through, on purpose
 
     def _save_gradients(self, optimizer):
         names = self._grad_names
@@ -531,7 +532,7 @@ class AutoSession:
         return True
 
     def _add_optimizer(self, optimizer):
-        self._known.add(optimizer)
+        self._known[id(optimizer)] = weakref.ref(optimizer)
         self._add_params(_discover.optimizer_params(optimizer))
 
     def _add_params(self, params):
@@ -543,7 +544,8 @@ class AutoSession:
                 self._loss_modules.add(loss)
                 try:
                     self.hook.register_loss(loss)
-                    loss.register_forward_hook(self._loss_forward)
+                    # only saving steps need it (_loss_forward returns at once on the others)
+                    self.hook._add_saving_forward_hook(loss, self._loss_forward)
                 except Exception as e:
                     self._fail(e, f"loss module {type(loss).__name__}")
 

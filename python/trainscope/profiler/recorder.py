@@ -27,8 +27,11 @@ under ``framework/pytorch/detailed_profiling/<YYYYMMDDHH>/<start step>/``; Pytho
 runs cProfile (or pyinstrument) per step and saves the stats where smdebug does
 (``framework/pytorch/<cprofile|pyinstrument>/<node>/<start>_<end>/python_stats``).
 
-Cost: spans are timed with time.time_ns() in Python and handed to C++ in one call that appends
-to a buffer (no I/O, no JSON, no device sync). A step where the profiler is off costs nothing:
+Cost: a step's span is recorded by the C++ StepTimeline (trainscope/step_timeline.h) inside the
+hook's one call per step boundary; the Forward, Backward and Optimizer callbacks are attached only
+to the steps that record phases (PhaseMinIntervalInMilliseconds), so a step that does not record
+them runs no profiler code in Python. Other spans are timed with time.time_ns() and handed to C++
+in one call that appends to a buffer (no I/O, no JSON, no device sync). With the profiler off,
 no callback is installed. Errors in any callback are reported once and never reach training.
 """
 
@@ -203,33 +206,38 @@ class FrameworkProfiler:
         self._trace = TraceEvents(self.writer, self._report)
         self.events = collections.deque(maxlen=MAX_KEPT_EVENTS)
         self._keep = self.events.append
-        # step state
-        self._step_t0 = None
-        self._step_phase = STEP_PHASES[4]
-        self._step_num = -1  # mode step of the step in progress (-1: none yet)
+        # Step spans: one per boundary, recorded by the C++ StepTimeline that the hook's
+        # boundary() begins (one call per step); the newest MAX_KEPT_EVENTS are kept there too.
+        # PhaseMinIntervalInMilliseconds: Forward/Backward/Optimizer spans only on steps that
+        # begin at least this long after the last step that recorded them (0: every step).
+        period_ms = int(p.get("phase_min_interval_millis") or 0)
+        self.steps = core.StepTimeline(self.writer, phase_period_us=period_ms * 1000,
+                                       keep=MAX_KEPT_EVENTS)
         self._global_step = -1
         self._mode = 4
-        # forward / backward state
+        # forward / backward / optimizer state. Their callbacks are attached only while a step
+        # records its phases (set_phases): a step that does not runs none of them.
+        self._phases_on = False
+        self._phase_handles = []
+        self._modules = []  # (module, name) of attach_module
         self._fwd_stack = []
         self._bwd_armed = False
         self._bwd_t0 = None
         self._bwd_name = ""
         self._opt_t0 = {}
-        self._handles = []
-        # PhaseMinIntervalInMilliseconds: Forward/Backward/Optimizer spans only on steps that
-        # begin at least this long after the last step that recorded them (0: every step).
-        # Decided at each boundary; the callbacks stay installed and return at once when off.
-        self._phase_period_ns = int(p.get("phase_min_interval_millis") or 0) * 1_000_000
-        self._phases_on = True
-        self._phases_t0 = None  # start of the last step that recorded its phases
         # windows
         self._detailed = _Window(cfg.range("detailed_profiling"))
         self._python = _Window(cfg.range("python_profiling"))
         dl = cfg.range("dataloader_profiling")
         self._dataloader_window = _Window(dl) if dl.get("specified") else None
+        # The hook tells this profiler each step's mode and global step (on_step) only when a
+        # window or PhaseMinIntervalInMilliseconds 0 needs it; otherwise only phase changes.
+        self.per_step = (period_ms == 0 or self._detailed.enabled or self._python.enabled
+                         or self._dataloader_window is not None)
         self._torch_prof = None
         self._torch_prof_start = None  # (global step, epoch us)
         self._window_steps = []  # (start_us, end_us, mode step) of steps inside the window
+        self._window_last = None  # the step span last added to _window_steps
         self._py_profiler = None  # python_profiler.PythonProfiler, made at the window's start
         self._py_prof = None  # that profiler while it profiles a step
         self.detailed_traces = []
@@ -240,14 +248,14 @@ class FrameworkProfiler:
         ssm = cfg.start_system_monitor
         if ssm is True or (ssm == "auto" and is_chief and os.environ.get("TRAINSCOPE_RUN") != "1"):
             self._start_sampler(core, p.get("system_monitor_interval_millis"))
-        # global callbacks
         try:
             from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                                register_optimizer_step_pre_hook)
 
-            self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
-            self._handles.append(register_optimizer_step_post_hook(self._opt_post))
+            self._opt_hooks = (register_optimizer_step_pre_hook,
+                               register_optimizer_step_post_hook)
         except ImportError:  # torch < 2.0: no global optimizer hooks
+            self._opt_hooks = None
             self._report("optimizer",
                          "this torch has no global optimizer hooks; no Optimizer spans")
         global _active
@@ -288,49 +296,81 @@ class FrameworkProfiler:
 
     # ---- steps -----------------------------------------------------------------------------------
 
-    def on_step(self, t_ns, mode, mode_step, global_step):
-        """A step boundary that began at t_ns (the hook calls it after starting the step)."""
+    @property
+    def _step_num(self):
+        """The mode step of the step in progress (-1 between steps)."""
+        return self.steps.mode_step
+
+    def on_step(self, mode, global_step):
+        """Called by the hook after a boundary when `per_step`: the step begun (its span is
+        the StepTimeline's) and the windows it opens or closes."""
         try:
-            if self._step_t0 is not None:
-                self._end_step(t_ns)
-            self._step_t0 = t_ns
+            self._note_window_step()
             self._mode = mode
-            self._step_phase = STEP_PHASES.get(mode, STEP_PHASES[4])
-            self._step_num = mode_step
             self._global_step = global_step
-            self._bwd_armed = False
-            if self._phase_period_ns:
-                on = self._phases_t0 is None or t_ns - self._phases_t0 >= self._phase_period_ns
-                if on:
-                    self._phases_t0 = t_ns
-                self._phases_on = on
             if self._detailed.enabled or self._python.enabled:
-                self._windows(global_step, t_ns / 1e9)
+                self._windows(global_step, _now_ns() / 1e9)
         except Exception as e:
             self._report("step", e)
 
+    def set_phases(self, on, module=None):
+        """The step begun records its Forward, Backward and Optimizer spans (on) or not: their
+        callbacks are attached only while it does. `module`: the registered module whose
+        forward pre-hook made the boundary, when it did (its forward began before a pre-hook
+        attached now could run: its start is now)."""
+        self._phases_on = on
+        self._bwd_armed = False
+        try:
+            if on and not self._phase_handles:
+                self._fwd_stack.clear()
+                self._attach_phases()
+                if module is not None and "_ts_prof_name" in module.__dict__:
+                    self._fwd_stack.append(_now_ns())
+            elif not on and self._phase_handles:
+                self._detach_phases()
+        except Exception as e:
+            self._report("phases", e)
+
+    def _attach_phases(self):
+        handles = self._phase_handles
+        for module, _ in self._modules:
+            handles.append(module.register_forward_pre_hook(self._fwd_pre))
+            handles.append(module.register_forward_hook(self._fwd_post))
+        if self._opt_hooks is not None:
+            handles.append(self._opt_hooks[0](self._opt_pre))
+            handles.append(self._opt_hooks[1](self._opt_post))
+
+    def _detach_phases(self):
+        handles, self._phase_handles = self._phase_handles, []
+        for h in handles:
+            h.remove()
+
     def _end_step(self, t_ns):
-        phase = self._step_phase
-        s = self._step_t0 // 1000
-        d = t_ns // 1000 - s
-        args = {"global_step": self._global_step}
-        if not self._phases_on:  # PhaseMinIntervalInMilliseconds: this step's phases not kept
-            args["phases"] = False
-        self._record(phase, phase, s, d, self._step_num, args)
-        self._keep((phase, phase, s, d, self._step_num))
-        self._step_t0 = None
-        if self._torch_prof is not None:
-            self._window_steps.append((s, s + d, self._step_num))
+        self.steps.end(t_ns // 1000)
+        self._note_window_step()
+
+    def _note_window_step(self):
+        """The step that ended last, if new, among the steps inside the torch.profiler window."""
+        if self._torch_prof is None:
+            return
+        last = self.steps.last()
+        if last is not None and last != self._window_last:
+            self._window_last = last
+            self._window_steps.append((last[2], last[2] + last[3], last[4]))
 
     def on_mode_change(self):
         """set_mode: the step in progress ends now (the next one starts at the next boundary)."""
-        if self._step_t0 is not None:
-            try:
-                self._end_step(_now_ns())
-            except Exception as e:
-                self._report("step", e)
+        try:
+            self._end_step(_now_ns())
+        except Exception as e:
+            self._report("step", e)
         self._stop_python()  # a Python profiling interval is one step: it ends with the step
-        self._step_num = -1  # until the next boundary, events belong to no step
+
+    def spans(self):
+        """Every kept span, steps included, oldest first (by start)."""
+        kept = list(self.events) + self.steps.kept()
+        kept.sort(key=lambda s: s[2])
+        return kept[-MAX_KEPT_EVENTS:]
 
     def _windows(self, step, now_s):
         if self._detailed.enabled:
@@ -350,8 +390,10 @@ class FrameworkProfiler:
     def attach_module(self, module, name):
         """Times forward (and the backward that follows) of a registered top module."""
         module._ts_prof_name = name
-        self._handles.append(module.register_forward_pre_hook(self._fwd_pre))
-        self._handles.append(module.register_forward_hook(self._fwd_post))
+        self._modules.append((module, name))
+        if self._phase_handles:  # attached now too, while the step in progress records phases
+            self._phase_handles.append(module.register_forward_pre_hook(self._fwd_pre))
+            self._phase_handles.append(module.register_forward_hook(self._fwd_post))
 
     def _fwd_pre(self, module, inputs):
         if self._phases_on:
@@ -565,17 +607,17 @@ class FrameworkProfiler:
         if _active is self:
             _active = None
             _remove_dataloader_patch()
-        for h in self._handles:
+        for h in self._phase_handles:
             try:
                 h.remove()
             except Exception:
                 pass
-        self._handles.clear()
-        if self._step_t0 is not None:
-            try:
-                self._end_step(_now_ns())
-            except Exception as e:
-                self._report("step", e)
+        self._phase_handles.clear()
+        self._phases_on = False
+        try:
+            self._end_step(_now_ns())
+        except Exception as e:
+            self._report("step", e)
         self._stop_detailed()
         self._stop_python()
         self._trace.close_open()

@@ -56,6 +56,9 @@ from .collection import Collection, CollectionKeys
 
 DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
 _NULL_SPAN = contextlib.nullcontext()
+_BOUNDARY_SAVING = 1  # _core.BOUNDARY_SAVING ... (checked against _core when a hook is made)
+_BOUNDARY_PHASES = 2
+_BOUNDARY_STOPPED = 4
 _now_ns = time.time_ns
 
 
@@ -286,7 +289,12 @@ class Hook:
             set(summary["include_collections"] or []) | set(DEFAULT_INCLUDE_COLLECTIONS))
         self.worker = self._c.worker
 
+        if (core.BOUNDARY_SAVING, core.BOUNDARY_PHASES, core.BOUNDARY_STOPPED) != (
+                _BOUNDARY_SAVING, _BOUNDARY_PHASES, _BOUNDARY_STOPPED):
+            raise ImportError("trainscope._core does not match this trainscope package: "
+                              "reinstall trainscope")
         self._saving = False  # the one flag every hook tests first
+        self._fast = False  # the next step boundary may take the fast path (_boundary)
         self._explicit_steps = False
         self._prepared = False
         self._closed = False
@@ -305,8 +313,9 @@ class Hook:
         # The forward hooks of modules and the gradient hooks of parameters are attached only
         # while a step saves (and during the first step, whose module order is noted): a step
         # that saves nothing runs no trainscope callback but the step boundary's, and PyTorch's
-        # modules take their hook-free fast path. Entries: (module, None) for a forward hook,
-        # (parameter, its gradient callback) for a gradient hook; _add_saving_hook adds them.
+        # modules take their hook-free fast path. Entries: (module, its forward callback, False)
+        # for a forward hook, (parameter, its gradient callback, True) for a gradient hook;
+        # _add_saving_hook and _add_saving_forward_hook add them.
         # Re-attached hooks run after hooks the script added since (PyTorch runs hooks in the
         # order they were added).
         self._saving_hooks = []
@@ -426,40 +435,54 @@ class Hook:
             raise _value_error(e) from None
         self._prepared = True
 
-    def _boundary(self):
-        if self._closed:
-            return
-        prof = self._prof
-        if prof is not None:
-            t_ns = _now_ns()
-        if not self._prepared:
-            self._prepare()  # configuration errors raise here, before the first step runs
-        if self._device:
-            self._flush_device()
-        if self._order:  # the first step ran: its module order goes into the collections file
-            try:
-                self._c.set_module_order(self._order)
-            except Exception as e:
-                self._report("(module order)", e)
-            self._order = self._order_seen = None
-        if self._closures.steps:
-            self._record_closures()
-        saving = self._c.step()
+    def _boundary(self, module=None):
+        """A step boundary; `module` is the registered module whose forward call made it.
+
+        A step that saves nothing and records no profiler phases, after one like it, is the
+        fast path: one call into C++ (the step and its Step span), nothing else."""
+        if self._fast:
+            flags = self._c.boundary()
+            if not flags:
+                return
+        else:
+            if self._closed:
+                return
+            if not self._prepared:
+                self._prepare()  # configuration errors raise here, before the first step runs
+            if self._device:
+                self._flush_device()
+            if self._order:  # the first step ran: its module order goes into the collections
+                try:
+                    self._c.set_module_order(self._order)
+                except Exception as e:
+                    self._report("(module order)", e)
+                self._order = self._order_seen = None
+            if self._closures.steps:
+                self._record_closures()
+            flags = self._c.boundary()
         # A rule's stop action writes <trial>/rule-output/stop_training.json
         # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
-        # first sight closes the trial, says why on stderr and returns None.
-        if saving is None:
-            self._saving = False
+        # first sight closes the trial, says why on stderr and returns BOUNDARY_STOPPED.
+        if flags & _BOUNDARY_STOPPED:
+            self._saving = self._fast = False
             self._stop_requested(self._c.stop_reason["text"])
+        saving = bool(flags & _BOUNDARY_SAVING)
         self._saving = saving
-        if bool(saving) != self._saving_hooks_on:
-            self._set_saving_hooks(bool(saving))
+        if saving != self._saving_hooks_on:
+            self._set_saving_hooks(saving)
         if self._io_counts:
             self._io_counts.clear()
         if saving:
             self._save_params()
+        prof = self._prof
         if prof is not None:
-            prof.on_step(t_ns, self._c.mode, self._c.mode_step, self._c.step_number)
+            prof.set_phases(bool(flags & _BOUNDARY_PHASES), module)
+            if prof.per_step:
+                prof.on_step(self._c.mode, self._c.step_number)
+        # The next boundary may take the fast path when this step is a plain one: nothing
+        # saved, no phases, nothing pending from the first step, no per-step profiler work.
+        self._fast = (not flags and not self._order and not self._closed
+                      and (prof is None or not prof.per_step))
 
     def _stop_requested(self, reason):
         """A rule (or a person) asked the training to stop, and the step boundary closed the
@@ -574,19 +597,27 @@ class Hook:
         if always:
             self._handles.append(module.register_forward_hook(self._forward_hook))
         else:
-            self._add_saving_hook(module, None)
+            self._add_saving_forward_hook(module, self._forward_hook)
 
     def _add_saving_hook(self, target, grad_hook):
-        entry = (target, grad_hook)
+        """A gradient hook on tensor `target`, attached only while a step saves."""
+        self._add_saving_entry((target, grad_hook, True))
+
+    def _add_saving_forward_hook(self, module, fn):
+        """A forward hook on `module`, attached only while a step saves."""
+        self._add_saving_entry((module, fn, False))
+
+    def _add_saving_entry(self, entry):
         self._saving_hooks.append(entry)
         if self._saving_hooks_on:
             self._saving_handles.append(self._attach(entry))
 
-    def _attach(self, entry):
-        target, grad_hook = entry
-        if grad_hook is None:
-            return target.register_forward_hook(self._forward_hook)
-        return target.register_hook(grad_hook)
+    @staticmethod
+    def _attach(entry):
+        target, fn, grad = entry
+        if grad:
+            return target.register_hook(fn)
+        return target.register_forward_hook(fn)
 
     def _set_saving_hooks(self, on):
         """Attaches (on) or removes the forward and gradient hooks that only saving steps need."""
@@ -596,6 +627,15 @@ class Hook:
             h.remove()
         if on:
             self._saving_handles = [self._attach(e) for e in self._saving_hooks]
+            return
+        for target, _, grad in self._saving_hooks:
+            # A parameter whose last Python gradient hook was removed keeps PyTorch's C++
+            # pre-hook for its (now empty) hook dict, and every backward still takes the GIL and
+            # wraps the gradient to call it: None clears it (PyTorch adds it again with the next
+            # register_hook). A dict holding the script's own hooks stays.
+            if grad and isinstance(target, torch.Tensor):
+                if target._backward_hooks is not None and not target._backward_hooks:
+                    target._backward_hooks = None
 
     # ---- the PyTorch callbacks (hot path) ----------------------------------------------------
 
@@ -603,7 +643,7 @@ class Hook:
         if self._explicit_steps:
             return
         try:
-            self._boundary()
+            self._boundary(module)
         except SMDebugValueError:
             raise  # a configuration error, before the first step
         except Exception as e:
@@ -815,7 +855,7 @@ class Hook:
         if self._device:
             self._flush_device()
         self._closed = True
-        self._saving = False
+        self._saving = self._fast = False
         self._set_saving_hooks(False)
         if self._optimizer_handle is not None:
             self._optimizer_handle.remove()
@@ -823,6 +863,7 @@ class Hook:
         if self._closures.steps:
             self._record_closures()
         if self._prof is not None:
+            self._c.attach_step_timeline(None)
             self._prof.close()
         self._c.close()
 
@@ -851,6 +892,7 @@ class Hook:
         try:
             self._prof = FrameworkProfiler(cfg, self.out_dir, is_chief=self._is_chief_worker(),
                                            report=self._report)
+            self._c.attach_step_timeline(self._prof.steps)
         except Exception as e:  # fail open: training goes on without framework metrics
             self._prof = None
             print(f"trainscope: profiler off: {type(e).__name__}: {e}", file=sys.stderr,
@@ -905,7 +947,7 @@ class Hook:
             except Exception as e:
                 self._report("(profiler data)", e)
         w = prof.writer
-        return ProfilerData(list(prof.events), prof.detailed_traces, prof.python_stats,
+        return ProfilerData(prof.spans(), prof.detailed_traces, prof.python_stats,
                             sys_events, prof.base_dir, prof.node_id,
                             (w.events_recorded, w.events_written, w.events_dropped))
 

@@ -1,0 +1,77 @@
+// StepTimeline: a framework timeline's Step spans, one per step boundary, and the
+// PhaseMinIntervalInMilliseconds decision (docs/formats/framework_profiling.md), in one call per
+// boundary.
+//
+// The step boundary is a training's hottest trainscope callback when its steps are short (an
+// MLP's 0.3 ms step): Begin() ends the step in progress (a complete event of phase
+// "Step:ModeKeys.<MODE>", named as its phase, with args step_num (the mode step, a string, as
+// smdebug writes it), pid, global_step, and "phases": false when the step's Forward, Backward and
+// Optimizer spans were left out), starts the next, and says whether the next one records its
+// phases. The Python hook calls it through one binding together with Hook::Step().
+//
+// The newest `keep` spans are also kept in memory (hook.get_profiler_data()).
+//
+// Thread safety: none (the training thread's); the writer it records into is thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string_view>
+
+#include "trainscope/modes.h"
+#include "trainscope/timeline.h"
+
+namespace trainscope {
+
+class StepTimeline {
+ public:
+  struct Span {
+    Mode mode;
+    uint64_t start_us;
+    uint64_t dur_us;
+    int64_t step;  // mode step
+  };
+
+  // `writer` (not null) is not owned and must outlive this object (a closed writer drops what it
+  // gets). phase_period_us: PhaseMinIntervalInMilliseconds in microseconds (0: every step records
+  // its phases). pid: the args' pid.
+  StepTimeline(TimelineWriter* writer, int64_t pid, uint64_t phase_period_us, size_t keep);
+
+  // A step boundary at t_us: the step in progress (if any) ends at t_us and is recorded; the
+  // step (mode, mode_step, global_step) begins. Returns whether it records its phases: true
+  // when the period is 0, or when at least the period has passed since the beginning of the
+  // last step that recorded them.
+  bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step);
+  // Ends the step in progress at t_us (a mode change, the end of profiling); no-op without one.
+  void End(uint64_t t_us);
+
+  // The writer's clock (epoch microseconds).
+  uint64_t Now() const { return writer_->NowMicros(); }
+  bool phases_on() const { return phases_on_; }
+  bool in_step() const { return in_step_; }
+  // The mode step of the step in progress; -1 between steps (before the first, after End()).
+  int64_t mode_step() const { return in_step_ ? mode_step_ : -1; }
+  // The newest spans recorded (at most `keep`), oldest first.
+  const std::deque<Span>& kept() const { return kept_; }
+
+  // "Step:ModeKeys.TRAIN" ... "Step:ModeKeys.GLOBAL".
+  static std::string_view PhaseName(Mode mode);
+
+ private:
+  TimelineWriter* writer_;
+  int64_t pid_;
+  uint64_t period_us_;
+  size_t keep_;
+  bool in_step_ = false;
+  bool phases_on_ = true;
+  bool phases_started_ = false;  // some step recorded its phases: last_phases_us_ is valid
+  uint64_t last_phases_us_ = 0;
+  uint64_t t0_us_ = 0;
+  Mode mode_ = Mode::kGlobal;
+  int64_t mode_step_ = -1;
+  int64_t global_step_ = -1;
+  std::deque<Span> kept_;
+};
+
+}  // namespace trainscope

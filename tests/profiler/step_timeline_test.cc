@@ -1,0 +1,124 @@
+// StepTimeline: one Step span per boundary, its args, the PhaseMinIntervalInMilliseconds
+// decision and the kept spans; written through a TimelineWriter and read back as JSON.
+#include "trainscope/step_timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "trainscope/timeline.h"
+
+namespace trainscope {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kT0 = 1704110400ull * 1000000;  // 2024-01-01 12:00:00 UTC
+
+struct Fixture {
+  std::unique_ptr<Env> env = NewMemEnv();
+  std::unique_ptr<TimelineWriter> writer;
+
+  Fixture() {
+    TimelineWriterOptions o;
+    o.node_id = "algo-1-77";
+    o.start_time_us = kT0;
+    o.clock = [] { return kT0; };
+    o.flush_interval_millis = 0;
+    writer = std::move(TimelineWriter::Create(env.get(), "/trial", o)).value();
+  }
+  // The complete events written, in order.
+  std::vector<json> Events() {
+    EXPECT_TRUE(writer->Close().ok());
+    std::vector<json> out;
+    for (const std::string& rel : writer->finished_files()) {
+      for (const json& e : json::parse(*env->ReadFile("/trial/" + rel))) {
+        if (e["ph"] == "X") out.push_back(e);
+      }
+    }
+    return out;
+  }
+};
+
+TEST(StepTimelineTest, EachBoundaryEndsTheStepInProgressAsASpanWithSmdebugsArgs) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 4242, 0, 10);
+  EXPECT_EQ(t.mode_step(), -1);
+  EXPECT_TRUE(t.Begin(kT0 + 100, Mode::kTrain, 0, 0));
+  EXPECT_EQ(t.mode_step(), 0);
+  EXPECT_TRUE(t.Begin(kT0 + 600, Mode::kTrain, 1, 1));
+  t.End(kT0 + 900);  // a mode change
+  EXPECT_FALSE(t.in_step());
+  EXPECT_EQ(t.mode_step(), -1);
+  t.End(kT0 + 950);  // nothing in progress: nothing recorded
+  EXPECT_TRUE(t.Begin(kT0 + 1000, Mode::kEval, 0, 2));
+  t.End(kT0 + 1200);
+
+  const std::vector<json> e = f.Events();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0]["name"], "Step:ModeKeys.TRAIN");
+  EXPECT_EQ(e[0]["ts"], 100);
+  EXPECT_EQ(e[0]["dur"], 500);
+  EXPECT_EQ(e[0]["args"]["step_num"], "0");  // a string, as smdebug writes it
+  EXPECT_EQ(e[0]["args"]["pid"], 4242);
+  EXPECT_EQ(e[0]["args"]["global_step"], 0);
+  EXPECT_FALSE(e[0]["args"].contains("phases"));
+  EXPECT_EQ(e[1]["dur"], 300);
+  EXPECT_EQ(e[1]["args"]["step_num"], "1");
+  EXPECT_EQ(e[2]["name"], "Step:ModeKeys.EVAL");
+  EXPECT_EQ(e[2]["args"]["step_num"], "0");
+  EXPECT_EQ(e[2]["args"]["global_step"], 2);
+  ASSERT_EQ(t.kept().size(), 3u);
+  EXPECT_EQ(t.kept()[2].mode, Mode::kEval);
+  EXPECT_EQ(t.kept()[2].start_us, kT0 + 1000);
+  EXPECT_EQ(t.kept()[2].dur_us, 200u);
+}
+
+TEST(StepTimelineTest, PhasesAtMostOncePerPeriodAndStepsWithoutThemSaySo) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 1, /*phase_period_us=*/1000, 100);
+  std::vector<bool> on;
+  for (uint64_t i = 0; i < 10; ++i) {
+    on.push_back(
+        t.Begin(kT0 + i * 400, Mode::kTrain, static_cast<int64_t>(i), static_cast<int64_t>(i)));
+  }
+  t.End(kT0 + 4000);
+  // Steps begin every 400 us: phases at 0, 1200 (the first >= 1000 after 0), 2400, 3600.
+  EXPECT_EQ(on,
+            (std::vector<bool>{true, false, false, true, false, false, true, false, false, true}));
+  const std::vector<json> e = f.Events();
+  ASSERT_EQ(e.size(), 10u);
+  for (size_t i = 0; i < e.size(); ++i) {
+    EXPECT_EQ(e[i]["args"].contains("phases"), !on[i]) << i;
+    if (!on[i]) {
+      EXPECT_EQ(e[i]["args"]["phases"], false) << i;
+    }
+  }
+}
+
+TEST(StepTimelineTest, AClockGoingBackRecordsPhasesAgainAndNoNegativeDuration) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 1, 1000, 0);
+  EXPECT_TRUE(t.Begin(kT0 + 5000, Mode::kTrain, 0, 0));
+  EXPECT_FALSE(t.Begin(kT0 + 5500, Mode::kTrain, 1, 1));
+  EXPECT_TRUE(t.Begin(kT0 + 2000, Mode::kTrain, 2, 2));  // the wall clock was set back
+  t.End(kT0 + 2100);
+  const std::vector<json> e = f.Events();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[1]["dur"], 0);
+  EXPECT_TRUE(t.kept().empty());  // keep 0: nothing kept
+}
+
+TEST(StepTimelineTest, KeepsOnlyTheNewestSpans) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 1, 0, 3);
+  for (int64_t i = 0; i < 6; ++i) t.Begin(kT0 + static_cast<uint64_t>(i) * 10, Mode::kTrain, i, i);
+  t.End(kT0 + 60);
+  ASSERT_EQ(t.kept().size(), 3u);
+  EXPECT_EQ(t.kept().front().step, 3);
+  EXPECT_EQ(t.kept().back().step, 5);
+  EXPECT_EQ(f.Events().size(), 6u);  // all written
+}
+
+}  // namespace
+}  // namespace trainscope
