@@ -226,6 +226,15 @@ class PyHook {
     timeline_obj_ = std::move(timeline);
   }
 
+  // The forward pre-hook's state (ForwardPreHook below), set from Python when it changes:
+  // `fast`: the next boundary needs nothing but boundary() unless its flags are not 0;
+  // `explicit_steps`: hook.step() marks the steps, forward calls do not; `slow`: the Python
+  // boundary, called as slow(module) when not fast and slow(module, flags) after a fast
+  // boundary() whose flags are not 0 (None: the pre-hook does nothing).
+  bool fast = false;
+  bool explicit_steps = false;
+  py::object slow = py::none();
+
   void EndStep() {
     py::gil_scoped_release release;
     MutexLock lock(&mu_);
@@ -384,6 +393,69 @@ class PyHook {
   py::object timeline_obj_;
   StepTimeline* timeline_ = nullptr;
 };
+
+// ---- the forward pre-hook ------------------------------------------------------------------
+//
+// A registered module's forward pre-hook is the step boundary of a training that has no
+// hook.step(): the hottest trainscope callback when steps are short (an MLP's 0.3 ms step). It is
+// a plain CPython function (METH_FASTCALL, no pybind11 dispatch, no Python frame): on a step
+// that saves nothing and records no profiler phases, after one like it, the whole boundary is
+// PyHook::Boundary(); anything else goes to the Python hook (PyHook::slow).
+
+constexpr const char* kPreHookCapsule = "trainscope._core.forward_pre_hook";
+
+// The capsule bound to the function: the PyHook and a strong reference to its Python object.
+struct PreHookTarget {
+  PyHook* hook;
+  PyObject* owner;
+};
+
+void DestroyPreHookTarget(PyObject* capsule) {
+  auto* t = static_cast<PreHookTarget*>(PyCapsule_GetPointer(capsule, kPreHookCapsule));
+  if (t == nullptr) return;
+  Py_XDECREF(t->owner);
+  delete t;
+}
+
+PyObject* ForwardPreHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  auto* t = static_cast<PreHookTarget*>(PyCapsule_GetPointer(self, kPreHookCapsule));
+  if (t == nullptr) return nullptr;
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "forward pre-hook: expected (module, inputs)");
+    return nullptr;
+  }
+  PyHook& h = *t->hook;
+  if (h.explicit_steps || h.slow.is_none()) Py_RETURN_NONE;
+  if (!h.fast) return PyObject_CallOneArg(h.slow.ptr(), args[0]);
+  const int flags = h.Boundary();
+  if (flags == 0) Py_RETURN_NONE;
+  PyObject* flags_obj = PyLong_FromLong(flags);
+  if (flags_obj == nullptr) return nullptr;
+  PyObject* call_args[2] = {args[0], flags_obj};
+  PyObject* r = PyObject_Vectorcall(h.slow.ptr(), call_args, 2, nullptr);
+  Py_DECREF(flags_obj);
+  return r;
+}
+
+PyMethodDef kForwardPreHookDef = {
+    "forward_pre_hook", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ForwardPreHook)),
+    METH_FASTCALL, "trainscope's step boundary as a forward pre-hook (module, inputs) -> None."};
+
+py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
+  auto* t = new PreHookTarget{&hook, owner.ptr()};
+  Py_INCREF(owner.ptr());
+  py::object capsule =
+      py::reinterpret_steal<py::object>(PyCapsule_New(t, kPreHookCapsule, DestroyPreHookTarget));
+  if (!capsule) {
+    Py_DECREF(owner.ptr());
+    delete t;
+    throw py::error_already_set();
+  }
+  py::str module_name("trainscope._core");
+  PyObject* fn = PyCFunction_NewEx(&kForwardPreHookDef, capsule.ptr(), module_name.ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
 
 HookConfig HookConfigFromDict(const py::dict& d) {
   HookConfig c;
@@ -651,6 +723,14 @@ void RegisterCapture(py::module_& m) {
            "BOUNDARY_STOPPED (a rule asked the training to stop; see stop_reason).")
       .def("attach_step_timeline", &PyHook::AttachStepTimeline, py::arg("timeline"),
            "A StepTimeline that boundary() begins a span of at each step (None detaches).")
+      .def(
+          "forward_pre_hook",
+          [](py::object self) { return MakeForwardPreHook(self.cast<PyHook&>(), self); },
+          "The step boundary as a forward pre-hook (a C function; see fast, explicit_steps, "
+          "slow).")
+      .def_readwrite("fast", &PyHook::fast)
+      .def_readwrite("explicit_steps", &PyHook::explicit_steps)
+      .def_readwrite("slow", &PyHook::slow)
       .def("end_step", &PyHook::EndStep)
       .def_property_readonly("is_saving_step", [](PyHook& h) { return h.h().is_saving_step(); })
       .def("plan", &PyHook::Plan, py::arg("name"),

@@ -26,7 +26,11 @@ std::string_view StepTimeline::PhaseName(Mode mode) {
 }
 
 bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step) {
-  End(t_us);
+  EndStep(t_us);
+  if (batch_.size() >= kBatchSpans ||
+      (!batch_.empty() && (t_us < batch_t0_us_ || t_us - batch_t0_us_ >= kBatchMicros))) {
+    Flush();
+  }
   in_step_ = true;
   t0_us_ = t_us;
   mode_ = mode;
@@ -45,22 +49,36 @@ bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t gl
 }
 
 void StepTimeline::End(uint64_t t_us) {
+  EndStep(t_us);
+  Flush();
+}
+
+void StepTimeline::EndStep(uint64_t t_us) {
   if (!in_step_) return;
   in_step_ = false;
   const uint64_t dur = t_us > t0_us_ ? t_us - t0_us_ : 0;
-  TimelineArgs args;
-  args.reserve(4);
-  if (mode_step_ >= 0) {
-    args.emplace_back(std::string(profiler_format::kStepArg), std::to_string(mode_step_));
-  }
-  args.emplace_back("pid", pid_);
-  args.emplace_back("global_step", global_step_);
-  if (!phases_on_) args.emplace_back("phases", false);
-  const std::string_view phase = PhaseName(mode_);
-  writer_->Record(phase, phase, t0_us_, dur, std::move(args));
+  const Span span{mode_, t0_us_, dur, mode_step_};
+  if (batch_.empty()) batch_t0_us_ = t0_us_;
+  batch_.push_back(Batched{span, global_step_, phases_on_});
   if (keep_ == 0) return;
   if (kept_.size() == keep_) kept_.pop_front();
-  kept_.push_back(Span{mode_, t0_us_, dur, mode_step_});
+  kept_.push_back(span);
+}
+
+void StepTimeline::Flush() {
+  for (const Batched& b : batch_) {
+    TimelineArgs args;
+    args.reserve(4);
+    if (b.span.step >= 0) {
+      args.emplace_back(std::string(profiler_format::kStepArg), std::to_string(b.span.step));
+    }
+    args.emplace_back("pid", pid_);
+    args.emplace_back("global_step", b.global_step);
+    if (!b.phases) args.emplace_back("phases", false);
+    const std::string_view phase = PhaseName(b.span.mode);
+    writer_->Record(phase, phase, b.span.start_us, b.span.dur_us, std::move(args));
+  }
+  batch_.clear();
 }
 
 }  // namespace trainscope

@@ -120,5 +120,24 @@ TEST(StepTimelineTest, KeepsOnlyTheNewestSpans) {
   EXPECT_EQ(f.Events().size(), 6u);  // all written
 }
 
+TEST(StepTimelineTest, SpansReachTheWriterInBatchesAndAllOfThemAtTheEnd) {
+  Fixture f;
+  {
+    StepTimeline t(f.writer.get(), 1, 0, 0);
+    for (int64_t i = 0; i < 11; ++i) t.Begin(kT0 + static_cast<uint64_t>(i), Mode::kTrain, i, i);
+    EXPECT_EQ(f.writer->events_recorded(), 0);  // 10 ended, within 100 ms: still batched
+    t.Begin(kT0 + StepTimeline::kBatchMicros, Mode::kTrain, 11, 11);
+    EXPECT_EQ(f.writer->events_recorded(), 11);  // 100 ms after the first: handed over
+    for (int64_t i = 12; i < 12 + static_cast<int64_t>(StepTimeline::kBatchSpans) + 1; ++i) {
+      t.Begin(kT0 + StepTimeline::kBatchMicros + static_cast<uint64_t>(i), Mode::kTrain, i, i);
+    }
+    EXPECT_EQ(f.writer->events_recorded(), 11 + static_cast<int64_t>(StepTimeline::kBatchSpans));
+    t.Flush();
+    EXPECT_EQ(f.writer->events_recorded(), 12 + static_cast<int64_t>(StepTimeline::kBatchSpans));
+    t.Begin(kT0 + 2 * StepTimeline::kBatchMicros, Mode::kEval, 0, 100);
+  }  // destroyed: the last span ended is handed over; the one in progress is not a span
+  EXPECT_EQ(f.Events().size(), 13 + StepTimeline::kBatchSpans);
+}
+
 }  // namespace
 }  // namespace trainscope

@@ -271,14 +271,62 @@ def test_nothing_is_touched_on_steps_that_save_nothing(tmp_path):
             calls.append(name)
             return getattr(real, name)
 
+        def __setattr__(self, name, value):
+            setattr(real, name, value)
+
+    slow_calls = []
+    real_slow = real.slow
+
+    def slow(*args):
+        slow_calls.append(args[1:])
+        return real_slow(*args)
+
     _train(hook, model, crit, _data(1))  # step 0 saves
     hook._c = Spy()
-    _train(hook, model, crit, _data(3))
+    real.slow = slow
+    _train(hook, model, crit, _data(4))
     hook._c = real
+    assert hook.step == 4
     hook.close()
-    # Once, at the first boundary after step 0: the order its modules ran in (_meta.modules);
-    # then one call into C++ per step, nothing else.
-    assert calls == ["set_module_order", "boundary", "boundary", "boundary"]
+    # Once, at the first boundary after step 0, Python: the order its modules ran in
+    # (_meta.modules) and the C++ boundary. Then the forward pre-hook (a C function) makes each
+    # boundary alone, without Python.
+    assert calls == ["set_module_order", "boundary"]
+    assert slow_calls == [()]
+    trial = ts.create_trial(str(tmp_path / "t"))
+    assert trial.steps() == [0]
+
+
+def test_backward_calls_no_python_on_steps_that_save_nothing(tmp_path):
+    """Between saving steps the parameters' gradient hooks are removed, and so is PyTorch's own
+    pre-hook for their emptied hook dict (it would take the GIL and call into Python at every
+    backward); a hook the script put on a parameter keeps running; saving steps still save
+    every gradient."""
+    torch.manual_seed(0)
+    model, crit = Net(), nn.CrossEntropyLoss()
+    hook = ts.Hook(out_dir=str(tmp_path / "t"), save_config=ts.SaveConfig(save_interval=3),
+                   include_collections=["gradients"], quiet=True)
+    hook.register_module(model)
+    mine = []
+    model.fc2.bias.register_hook(lambda g: mine.append(g.sum().item()))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = _data(7)
+    for i, (x, y) in enumerate(data):
+        opt.zero_grad()
+        out = model(x)  # the step boundary
+        hooked = {n: p._backward_hooks for n, p in model.named_parameters()}
+        if i % 3:
+            assert hooked["fc1.weight"] is None, (i, hooked)  # nothing left to call
+            assert len(hooked["fc2.bias"]) == 1  # the script's own hook
+        else:
+            assert all(len(h) >= 1 for h in hooked.values()), (i, hooked)
+        crit(out, y).backward()
+        opt.step()
+    hook.close()
+    assert len(mine) == 7
+    trial = ts.create_trial(str(tmp_path / "t"))
+    assert trial.tensor("gradient/Net_fc1.weight").steps() == [0, 3, 6]
+    assert trial.tensor("gradient/Net_fc2.bias").steps() == [0, 3, 6]
 
 
 class _Unrolled(nn.Module):

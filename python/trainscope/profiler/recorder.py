@@ -593,6 +593,7 @@ class FrameworkProfiler:
 
     def flush(self):
         try:
+            self.steps.flush()
             self.writer.flush()
         except Exception as e:
             self._report("timeline", e)

@@ -423,7 +423,9 @@ class Hook:
     def _explicit_step(self):
         """hook.step(): a step boundary. From the first call on, forward passes of the
         registered module no longer mark steps."""
-        self._explicit_steps = True
+        if not self._explicit_steps:
+            self._explicit_steps = True
+            self._c.explicit_steps = True
         self._boundary()
 
     def _prepare(self):
@@ -435,12 +437,17 @@ class Hook:
             raise _value_error(e) from None
         self._prepared = True
 
-    def _boundary(self, module=None):
+    def _boundary(self, module=None, flags=None):
         """A step boundary; `module` is the registered module whose forward call made it.
+        `flags`: the forward pre-hook ran the C++ boundary already (the fast path) and these
+        are its flags.
 
         A step that saves nothing and records no profiler phases, after one like it, is the
-        fast path: one call into C++ (the step and its Step span), nothing else."""
-        if self._fast:
+        fast path: one call into C++ (the step and its Step span), nothing else; the forward
+        pre-hook makes that call itself, without Python."""
+        if flags is not None:
+            pass
+        elif self._fast:
             flags = self._c.boundary()
             if not flags:
                 return
@@ -464,7 +471,8 @@ class Hook:
         # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
         # first sight closes the trial, says why on stderr and returns BOUNDARY_STOPPED.
         if flags & _BOUNDARY_STOPPED:
-            self._saving = self._fast = False
+            self._saving = False
+            self._set_fast(False)
             self._stop_requested(self._c.stop_reason["text"])
         saving = bool(flags & _BOUNDARY_SAVING)
         self._saving = saving
@@ -481,8 +489,13 @@ class Hook:
                 prof.on_step(self._c.mode, self._c.step_number)
         # The next boundary may take the fast path when this step is a plain one: nothing
         # saved, no phases, nothing pending from the first step, no per-step profiler work.
-        self._fast = (not flags and not self._order and not self._closed
-                      and (prof is None or not prof.per_step))
+        self._set_fast(not flags and not self._order and not self._closed
+                       and (prof is None or not prof.per_step))
+
+    def _set_fast(self, fast):
+        if fast != self._fast:
+            self._fast = fast
+            self._c.fast = fast
 
     def _stop_requested(self, reason):
         """A rule (or a person) asked the training to stop, and the step boundary closed the
@@ -533,7 +546,9 @@ class Hook:
         _copy_unhooked(module)
         for sub in top.modules():
             _copy_unhooked(sub)
-        self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook))
+        if self._c.slow is None:
+            self._c.slow = self._forward_pre_slow
+        self._handles.append(module.register_forward_pre_hook(self._c.forward_pre_hook()))
         if self._prof is not None:  # after the step boundary's pre-hook: forward starts after it
             self._prof.attach_module(module, top_name)
         if compiled:
@@ -639,11 +654,11 @@ class Hook:
 
     # ---- the PyTorch callbacks (hot path) ----------------------------------------------------
 
-    def _forward_pre_hook(self, module, inputs):
-        if self._explicit_steps:
-            return
+    def _forward_pre_slow(self, module, flags=None):
+        """The registered modules' forward pre-hook (_core's forward_pre_hook, a C function)
+        calls this when the boundary needs Python: _boundary(module, flags)."""
         try:
-            self._boundary(module)
+            self._boundary(module, flags)
         except SMDebugValueError:
             raise  # a configuration error, before the first step
         except Exception as e:
@@ -855,7 +870,9 @@ class Hook:
         if self._device:
             self._flush_device()
         self._closed = True
-        self._saving = self._fast = False
+        self._saving = False
+        self._set_fast(False)
+        self._c.slow = None  # (it refers to this hook: no cycle through C++ left)
         self._set_saving_hooks(False)
         if self._optimizer_handle is not None:
             self._optimizer_handle.remove()

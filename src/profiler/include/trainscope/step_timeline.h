@@ -9,7 +9,11 @@
 // Optimizer spans were left out), starts the next, and says whether the next one records its
 // phases. The Python hook calls it through one binding together with Hook::Step().
 //
-// The newest `keep` spans are also kept in memory (hook.get_profiler_data()).
+// Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, at
+// End() and on destruction): one step then costs a POD appended to a vector, and the writer's
+// lock, the events' strings and their args are made together, with warm caches. The timeline's
+// files close every RotateFileCloseIntervalInSeconds (1 s or more) anyway, so readers see the
+// spans no later. The newest `keep` spans are also kept in memory (hook.get_profiler_data()).
 //
 // Thread safety: none (the training thread's); the writer it records into is thread-safe.
 #pragma once
@@ -18,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <string_view>
+#include <vector>
 
 #include "trainscope/modes.h"
 #include "trainscope/timeline.h"
@@ -32,19 +37,27 @@ class StepTimeline {
     uint64_t dur_us;
     int64_t step;  // mode step
   };
+  static constexpr size_t kBatchSpans = 64;
+  static constexpr uint64_t kBatchMicros = 100000;
 
   // `writer` (not null) is not owned and must outlive this object (a closed writer drops what it
   // gets). phase_period_us: PhaseMinIntervalInMilliseconds in microseconds (0: every step records
   // its phases). pid: the args' pid.
   StepTimeline(TimelineWriter* writer, int64_t pid, uint64_t phase_period_us, size_t keep);
+  ~StepTimeline() { Flush(); }
+  StepTimeline(const StepTimeline&) = delete;
+  StepTimeline& operator=(const StepTimeline&) = delete;
 
   // A step boundary at t_us: the step in progress (if any) ends at t_us and is recorded; the
   // step (mode, mode_step, global_step) begins. Returns whether it records its phases: true
   // when the period is 0, or when at least the period has passed since the beginning of the
   // last step that recorded them.
   bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step);
-  // Ends the step in progress at t_us (a mode change, the end of profiling); no-op without one.
+  // Ends the step in progress at t_us (a mode change, the end of profiling; no-op without one)
+  // and hands the writer every span not handed yet.
   void End(uint64_t t_us);
+  // Hands the writer the spans not handed yet.
+  void Flush();
 
   // The writer's clock (epoch microseconds).
   uint64_t Now() const { return writer_->NowMicros(); }
@@ -59,6 +72,8 @@ class StepTimeline {
   static std::string_view PhaseName(Mode mode);
 
  private:
+  void EndStep(uint64_t t_us);  // the step in progress into the batch (and kept)
+
   TimelineWriter* writer_;
   int64_t pid_;
   uint64_t period_us_;
@@ -72,6 +87,13 @@ class StepTimeline {
   int64_t mode_step_ = -1;
   int64_t global_step_ = -1;
   std::deque<Span> kept_;
+  struct Batched {
+    Span span;
+    int64_t global_step;
+    bool phases;
+  };
+  std::vector<Batched> batch_;
+  uint64_t batch_t0_us_ = 0;  // start of the first span in batch_
 };
 
 }  // namespace trainscope
