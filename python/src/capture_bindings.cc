@@ -437,9 +437,15 @@ PyObject* ForwardPreHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   return r;
 }
 
-PyMethodDef kForwardPreHookDef = {
-    "forward_pre_hook", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ForwardPreHook)),
-    METH_FASTCALL, "trainscope's step boundary as a forward pre-hook (module, inputs) -> None."};
+// The function's definition; PyCFunction_NewEx keeps the pointer, so it lives as long as the
+// module.
+PyMethodDef* ForwardPreHookDef() {
+  static PyMethodDef def = {
+      "forward_pre_hook",
+      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ForwardPreHook)), METH_FASTCALL,
+      "trainscope's step boundary as a forward pre-hook (module, inputs) -> None."};
+  return &def;
+}
 
 py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
   auto* t = new PreHookTarget{&hook, owner.ptr()};
@@ -452,7 +458,7 @@ py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
     throw py::error_already_set();
   }
   py::str module_name("trainscope._core");
-  PyObject* fn = PyCFunction_NewEx(&kForwardPreHookDef, capsule.ptr(), module_name.ptr());
+  PyObject* fn = PyCFunction_NewEx(ForwardPreHookDef(), capsule.ptr(), module_name.ptr());
   if (fn == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(fn);
 }
@@ -725,7 +731,7 @@ void RegisterCapture(py::module_& m) {
            "A StepTimeline that boundary() begins a span of at each step (None detaches).")
       .def(
           "forward_pre_hook",
-          [](py::object self) { return MakeForwardPreHook(self.cast<PyHook&>(), self); },
+          [](const py::object& self) { return MakeForwardPreHook(self.cast<PyHook&>(), self); },
           "The step boundary as a forward pre-hook (a C function; see fast, explicit_steps, "
           "slow).")
       .def_readwrite("fast", &PyHook::fast)

@@ -135,7 +135,8 @@ TEST(StepTimelineTest, SpansReachTheWriterInBatchesAndAllOfThemAtTheEnd) {
     t.Flush();
     EXPECT_EQ(f.writer->events_recorded(), 12 + static_cast<int64_t>(StepTimeline::kBatchSpans));
     t.Begin(kT0 + 2 * StepTimeline::kBatchMicros, Mode::kEval, 0, 100);
-  }  // destroyed: the last span ended is handed over; the one in progress is not a span
+    t.Flush();  // the last span ended is handed over; the one in progress is not a span yet
+  }
   EXPECT_EQ(f.Events().size(), 13 + StepTimeline::kBatchSpans);
 }
 

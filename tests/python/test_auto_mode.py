@@ -263,3 +263,48 @@ def test_env_prints_the_switch_for_launchers():
     assert p.returncode == 0
     assert "export TRAINSCOPE_AUTO='1'" in p.stdout
     assert f"export PYTHONPATH='{trainscope.auto.BOOT_DIR}" in p.stdout
+
+
+_CLOSURE_LOOP = """
+import time
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+for step in range(60):
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+    opt.step(closure)  # forward and backward inside the step: its pre-hook is the first sign
+    time.sleep(0.002)
+print("done")
+"""
+
+
+def test_profiled_closure_steps_whose_phases_come_and_go(tmp_path):
+    # Each training step starts inside a global optimizer pre-hook (the closure's forward runs
+    # inside opt.step), and with 2 ms steps and phases at most every 5 ms the profiler's phases
+    # turn on and off at those boundaries: nothing may add or remove a global optimizer hook
+    # there (PyTorch raises "OrderedDict mutated during iteration" in the training).
+    cfg, out = _config(tmp_path, collections=("losses",), interval=10)
+    prof = tmp_path / "profiler.json"
+    prof.write_text(json.dumps({"ProfilingParameters": {
+        "ProfilerEnabled": True, "LocalPath": str(out), "PhaseMinIntervalInMilliseconds": 5,
+        "RotateFileCloseIntervalInSeconds": 1}}))
+    script = tmp_path / "closure_loop.py"
+    script.write_text(_CLOSURE_LOOP)
+    r = _auto([str(script)], _env(cfg, TRAINSCOPE_PROFILER_CONFIG=str(prof)))
+    assert r.returncode == 0, r.stderr
+    assert "done" in r.stdout and "mutated" not in r.stderr, r.stderr
+    events = []
+    for f in sorted(out.glob("framework/pevents/*/*.json")):
+        events += [e for e in json.loads(f.read_text()) if e.get("ph") == "X"]
+    steps = [e for e in events if e["name"].startswith("Step:")]
+    phased = [e for e in steps if "phases" not in e["args"]]
+    assert len(steps) >= 50 and 5 <= len(phased) < len(steps), (len(steps), len(phased))
+    assert any(e["name"].endswith(".step") for e in events)  # Optimizer spans recorded

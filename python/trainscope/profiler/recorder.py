@@ -28,11 +28,12 @@ runs cProfile (or pyinstrument) per step and saves the stats where smdebug does
 (``framework/pytorch/<cprofile|pyinstrument>/<node>/<start>_<end>/python_stats``).
 
 Cost: a step's span is recorded by the C++ StepTimeline (trainscope/step_timeline.h) inside the
-hook's one call per step boundary; the Forward, Backward and Optimizer callbacks are attached only
-to the steps that record phases (PhaseMinIntervalInMilliseconds), so a step that does not record
-them runs no profiler code in Python. Other spans are timed with time.time_ns() and handed to C++
-in one call that appends to a buffer (no I/O, no JSON, no device sync). With the profiler off,
-no callback is installed. Errors in any callback are reported once and never reach training.
+hook's one call per step boundary; the forward callbacks are attached only to the steps that
+record phases (PhaseMinIntervalInMilliseconds), so a step that does not record them runs no
+profiler code in Python but two optimizer callbacks that return at once. Other spans are timed
+with time.time_ns() and handed to C++ in one call that appends to a buffer (no I/O, no JSON, no
+device sync). With the profiler off, no callback is installed. Errors in any callback are
+reported once and never reach training.
 """
 
 import collections
@@ -225,6 +226,7 @@ class FrameworkProfiler:
         self._bwd_t0 = None
         self._bwd_name = ""
         self._opt_t0 = {}
+        self._handles = []  # the optimizer callbacks (installed for good)
         # windows
         self._detailed = _Window(cfg.range("detailed_profiling"))
         self._python = _Window(cfg.range("python_profiling"))
@@ -252,10 +254,13 @@ class FrameworkProfiler:
             from torch.optim.optimizer import (register_optimizer_step_post_hook,
                                                register_optimizer_step_pre_hook)
 
-            self._opt_hooks = (register_optimizer_step_pre_hook,
-                               register_optimizer_step_post_hook)
+            # Installed for good (they return at once on a step without phases): the automatic
+            # mode may make a step boundary, where phases turn on or off, from inside a global
+            # optimizer pre-hook, and PyTorch forbids adding or removing one while it calls
+            # them ("OrderedDict mutated during iteration").
+            self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
+            self._handles.append(register_optimizer_step_post_hook(self._opt_post))
         except ImportError:  # torch < 2.0: no global optimizer hooks
-            self._opt_hooks = None
             self._report("optimizer",
                          "this torch has no global optimizer hooks; no Optimizer spans")
         global _active
@@ -314,8 +319,9 @@ class FrameworkProfiler:
             self._report("step", e)
 
     def set_phases(self, on, module=None):
-        """The step begun records its Forward, Backward and Optimizer spans (on) or not: their
-        callbacks are attached only while it does. `module`: the registered module whose
+        """The step begun records its Forward, Backward and Optimizer spans (on) or not: the
+        forward callbacks are attached only while it does (the optimizer's stay, returning at
+        once when off). `module`: the registered module whose
         forward pre-hook made the boundary, when it did (its forward began before a pre-hook
         attached now could run: its start is now)."""
         self._phases_on = on
@@ -336,9 +342,6 @@ class FrameworkProfiler:
         for module, _ in self._modules:
             handles.append(module.register_forward_pre_hook(self._fwd_pre))
             handles.append(module.register_forward_hook(self._fwd_post))
-        if self._opt_hooks is not None:
-            handles.append(self._opt_hooks[0](self._opt_pre))
-            handles.append(self._opt_hooks[1](self._opt_post))
 
     def _detach_phases(self):
         handles, self._phase_handles = self._phase_handles, []
@@ -608,11 +611,12 @@ class FrameworkProfiler:
         if _active is self:
             _active = None
             _remove_dataloader_patch()
-        for h in self._phase_handles:
+        for h in self._handles + self._phase_handles:
             try:
                 h.remove()
             except Exception:
                 pass
+        self._handles.clear()
         self._phase_handles.clear()
         self._phases_on = False
         try:

@@ -10,8 +10,10 @@ trainscope/tensor_names.h, cached per module and parameter in _names.py); the C+
 (``trainscope._core.Hook``, trainscope/hook.h) decides everything else: which collections are due
 at which step, what each tensor gets (raw value, reductions, shape, histogram), and writes it.
 
-Speed: a step where nothing is due costs one call into C++ at the step boundary and one Python
-bool test per module and parameter hook: no tensor is touched and the device is never synced.
+Speed: a step where nothing is due runs no Python of trainscope's: the registered module's
+forward pre-hook is a C function (_core's forward_pre_hook) that makes the step boundary (and,
+with the profiler, the step's span) in C++, and the module and gradient hooks are attached only
+while a step saves; no tensor is touched and the device is never synced.
 On a saving step a CPU tensor goes to C++ through DLPack without a copy; the C++ core computes
 all its reductions in one pass with the GIL released, and copies a raw value once into the
 writer's queue. Tensors on a GPU are reduced on the GPU; their statistics cross to the host in

@@ -9,11 +9,12 @@
 // Optimizer spans were left out), starts the next, and says whether the next one records its
 // phases. The Python hook calls it through one binding together with Hook::Step().
 //
-// Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, at
-// End() and on destruction): one step then costs a POD appended to a vector, and the writer's
-// lock, the events' strings and their args are made together, with warm caches. The timeline's
-// files close every RotateFileCloseIntervalInSeconds (1 s or more) anyway, so readers see the
-// spans no later. The newest `keep` spans are also kept in memory (hook.get_profiler_data()).
+// Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, and
+// at End(); the owner calls End() or Flush() before destroying it): one step then costs a POD
+// appended to a vector, and the writer's lock, the events' strings and their args are made
+// together, with warm caches. The timeline's files close every RotateFileCloseIntervalInSeconds (1
+// s or more) anyway, so readers see the spans no later. The newest `keep` spans are also kept in
+// memory (hook.get_profiler_data()).
 //
 // Thread safety: none (the training thread's); the writer it records into is thread-safe.
 #pragma once
@@ -44,7 +45,6 @@ class StepTimeline {
   // gets). phase_period_us: PhaseMinIntervalInMilliseconds in microseconds (0: every step records
   // its phases). pid: the args' pid.
   StepTimeline(TimelineWriter* writer, int64_t pid, uint64_t phase_period_us, size_t keep);
-  ~StepTimeline() { Flush(); }
   StepTimeline(const StepTimeline&) = delete;
   StepTimeline& operator=(const StepTimeline&) = delete;
 
