@@ -178,6 +178,8 @@ def run_once(model, variant, rules, steps, tmp, breakdown=False):
     line = [ln for ln in output.splitlines() if ln.startswith("steps=")]
     nsteps = int(line[-1].split()[0].split("=")[1]) if line else steps
     res = {"wall_s": wall, "cpu_s": cpu, "steps": nsteps, "exit": proc.returncode}
+    if proc.returncode in (3, 6):  # a finding or a rule's Error on a healthy training: say which
+        res["findings"] = rule_messages(out)
     if breakdown and variant != "plain":
         res["cpu_by_part_s"] = poller.stop()
         res.update(trial_figures(out))
@@ -197,6 +199,20 @@ def _size(root, parts):
                 except OSError:
                     pass
     return total
+
+
+def rule_messages(out):
+    """{rule: "status: message"} of the rules that did not end NoIssuesFound."""
+    found = {}
+    for st in glob.glob(os.path.join(out, "rule-output", "*", "status.json")):
+        try:
+            with open(st) as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if s.get("status") != "NoIssuesFound":
+            found[s.get("rule", "?")] = f"{s.get('status')}: {s.get('message', '')}"
+    return found
 
 
 def trial_figures(out):
@@ -254,6 +270,8 @@ def main():
                 walls[v].append(res["wall_s"])
                 print(f"  {model:5} round {r + 1}/{args.rounds} {v:5}: {res['wall_s']:6.2f} s "
                       f"(exit {res['exit']})", file=sys.stderr, flush=True)
+                for rule, text in res.get("findings", {}).items():
+                    print(f"        {rule}: {text}", file=sys.stderr, flush=True)
         entry = {"plain_s": statistics.median(walls["plain"]), "variants": {}}
         for v in variants:
             ratios = [w / p for w, p in zip(walls[v], walls["plain"])]
