@@ -201,18 +201,22 @@ def _size(root, parts):
     return total
 
 
-def rule_messages(out):
-    """{rule: "status: message"} of the rules that did not end NoIssuesFound."""
-    found = {}
+def rule_statuses(out):
+    """The rules' status.json documents of a trial (those that can be read)."""
+    docs = []
     for st in glob.glob(os.path.join(out, "rule-output", "*", "status.json")):
         try:
             with open(st) as f:
-                s = json.load(f)
+                docs.append(json.load(f))
         except (OSError, ValueError):
             continue
-        if s.get("status") != "NoIssuesFound":
-            found[s.get("rule", "?")] = f"{s.get('status')}: {s.get('message', '')}"
-    return found
+    return docs
+
+
+def rule_messages(out):
+    """{rule: "status: message"} of the rules that did not end NoIssuesFound."""
+    return {s.get("rule", "?"): f"{s.get('status')}: {s.get('message', '')}"
+            for s in rule_statuses(out) if s.get("status") != "NoIssuesFound"}
 
 
 def trial_figures(out):
@@ -222,12 +226,7 @@ def trial_figures(out):
     index = glob.glob(os.path.join(out, "index", "*", "*.json"))
     last = max((os.stat(p).st_mtime for p in index), default=None)
     lags, statuses = [], {}
-    for st in glob.glob(os.path.join(out, "rule-output", "*", "status.json")):
-        try:
-            with open(st) as f:
-                s = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for s in rule_statuses(out):
         statuses[s.get("rule", "?")] = s.get("status")
         if last is not None and s.get("finished") and "updated_us" in s:
             lags.append(s["updated_us"] / 1e6 - last)

@@ -50,8 +50,6 @@ from .python_profiler import (PYINSTRUMENT_NAME, PyinstrumentPythonProfiler, Ste
                               mode_keys_to_python_profile_mode)
 from .trace_events import TraceEvents
 
-STEP_PHASES = {1: "Step:ModeKeys.TRAIN", 2: "Step:ModeKeys.EVAL", 3: "Step:ModeKeys.PREDICT",
-               4: "Step:ModeKeys.GLOBAL"}
 FORWARD = "Forward"
 BACKWARD = "Backward(post-forward)"
 OPTIMIZER = "Optimizer"
