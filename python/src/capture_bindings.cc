@@ -15,6 +15,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
@@ -427,7 +428,15 @@ PyObject* ForwardPreHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   PyHook& h = *t->hook;
   if (h.explicit_steps || h.slow.is_none()) Py_RETURN_NONE;
   if (!h.fast) return PyObject_CallOneArg(h.slow.ptr(), args[0]);
-  const int flags = h.Boundary();
+  int flags = 0;
+  try {
+    flags = h.Boundary();
+  } catch (const std::exception&) {
+    // Never through a C function into the training (that would terminate it): the Python
+    // boundary makes the step again and reports what went wrong (fail open).
+    h.fast = false;
+    return PyObject_CallOneArg(h.slow.ptr(), args[0]);
+  }
   if (flags == 0) Py_RETURN_NONE;
   PyObject* flags_obj = PyLong_FromLong(flags);
   if (flags_obj == nullptr) return nullptr;
