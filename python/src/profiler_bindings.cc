@@ -250,9 +250,6 @@ boundary itself. kept(): the newest `keep` spans as (phase, name, start_us, dur_
           py::arg("t_us"), py::arg("mode"), py::arg("mode_step"), py::arg("global_step"))
       .def("end", &StepTimeline::End, py::arg("t_us"))
       .def("flush", &StepTimeline::Flush)
-      .def("now_us", &StepTimeline::Now)
-      .def_property_readonly("phases_on", &StepTimeline::phases_on)
-      .def_property_readonly("in_step", &StepTimeline::in_step)
       .def_property_readonly("mode_step", &StepTimeline::mode_step)
       .def("kept",
            [](const StepTimeline& t) {

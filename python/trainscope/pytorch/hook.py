@@ -447,28 +447,16 @@ class Hook:
         A step that saves nothing and records no profiler phases, after one like it, is the
         fast path: one call into C++ (the step and its Step span), nothing else; the forward
         pre-hook makes that call itself, without Python."""
-        if flags is not None:
-            pass
-        elif self._fast:
-            flags = self._c.boundary()
-            if not flags:
+        if flags is None:
+            if self._fast:
+                flags = self._c.boundary()
+                if not flags:
+                    return
+            elif self._closed:
                 return
-        else:
-            if self._closed:
-                return
-            if not self._prepared:
-                self._prepare()  # configuration errors raise here, before the first step runs
-            if self._device:
-                self._flush_device()
-            if self._order:  # the first step ran: its module order goes into the collections
-                try:
-                    self._c.set_module_order(self._order)
-                except Exception as e:
-                    self._report("(module order)", e)
-                self._order = self._order_seen = None
-            if self._closures.steps:
-                self._record_closures()
-            flags = self._c.boundary()
+            else:
+                self._before_step()
+                flags = self._c.boundary()
         # A rule's stop action writes <trial>/rule-output/stop_training.json
         # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
         # first sight closes the trial, says why on stderr and returns BOUNDARY_STOPPED.
@@ -493,6 +481,21 @@ class Hook:
         # saved, no phases, nothing pending from the first step, no per-step profiler work.
         self._set_fast(not flags and not self._order and not self._closed
                        and (prof is None or not prof.per_step))
+
+    def _before_step(self):
+        """What a boundary off the fast path does before the C++ step."""
+        if not self._prepared:
+            self._prepare()  # configuration errors raise here, before the first step runs
+        if self._device:
+            self._flush_device()
+        if self._order:  # the first step ran: its module order goes into the collections file
+            try:
+                self._c.set_module_order(self._order)
+            except Exception as e:
+                self._report("(module order)", e)
+            self._order = self._order_seen = None
+        if self._closures.steps:
+            self._record_closures()
 
     def _set_fast(self, fast):
         if fast != self._fast:

@@ -61,7 +61,6 @@ class StepTimeline {
 
   // The writer's clock (epoch microseconds).
   uint64_t Now() const { return writer_->NowMicros(); }
-  bool phases_on() const { return phases_on_; }
   bool in_step() const { return in_step_; }
   // The mode step of the step in progress; -1 between steps (before the first, after End()).
   int64_t mode_step() const { return in_step_ ? mode_step_ : -1; }
