@@ -1,5 +1,8 @@
 #include "trainscope/supervisor.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <termios.h>
 #include <unistd.h>
@@ -21,6 +24,66 @@ std::atomic<int> g_pending_signal{0};
 void RecordSignal(int sig) { g_pending_signal = sig; }
 
 struct sigaction g_old_int, g_old_term;
+
+// The write end of ChildWake's pipe, for its SIGCHLD handler (-1: none).
+std::atomic<int> g_child_wake_fd{-1};
+
+void WakeOnChild(int /*sig*/) {
+  const int saved = errno;
+  const int fd = g_child_wake_fd.load();
+  const char byte = 1;
+  if (fd >= 0) (void)!::write(fd, &byte, 1);  // full pipe: a wake is pending already
+  errno = saved;
+}
+
+// Supervise's wait between two polls: up to the poll interval, ended at once when a child
+// process ends (a SIGCHLD handler writes to a pipe the wait polls). The training's exit and the
+// workers' last verdicts are seen when they happen, not up to a poll interval later. Without
+// the pipe (pipe2 failed) it sleeps the interval, as before.
+class ChildWake {
+ public:
+  ChildWake() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    read_fd_ = fds[0];
+    write_fd_ = fds[1];
+    g_child_wake_fd = write_fd_;
+    struct sigaction sa {};
+    sa.sa_handler = WakeOnChild;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;  // other threads' calls are not interrupted
+    sigaction(SIGCHLD, &sa, &old_);
+  }
+  ~ChildWake() {
+    if (read_fd_ < 0) return;
+    sigaction(SIGCHLD, &old_, nullptr);
+    g_child_wake_fd = -1;
+    ::close(read_fd_);
+    ::close(write_fd_);
+  }
+  ChildWake(const ChildWake&) = delete;
+  ChildWake& operator=(const ChildWake&) = delete;
+
+  void Wait(std::chrono::milliseconds timeout) {
+    if (read_fd_ < 0) {
+      std::this_thread::sleep_for(timeout);
+      return;
+    }
+    struct pollfd p {
+      read_fd_, POLLIN, 0
+    };
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) > 0) {
+      char buf[64];
+      while (::read(read_fd_, buf, sizeof(buf)) > 0) {
+      }
+    }
+  }
+
+ private:
+  int read_fd_ = -1;
+  int write_fd_ = -1;
+  struct sigaction old_ {};
+};
 
 }  // namespace
 
@@ -96,6 +159,7 @@ Result<SupervisedRun> Supervise(const SuperviseOptions& options, const Supervise
 
   ProcessOptions training_options = options.training;
   training_options.own_group = true;
+  ChildWake wake;  // before the first child: its end is never missed
   const auto start = Clock::now();
   TS_ASSIGN_OR_RETURN(Process training, Process::Start(training_options));
   if (events.on_training_started) events.on_training_started(training.pid());
@@ -145,7 +209,7 @@ Result<SupervisedRun> Supervise(const SuperviseOptions& options, const Supervise
       workers.StopAll(options.worker_kill_grace, events.on_worker_killed);
       break;
     }
-    std::this_thread::sleep_for(options.poll_interval);
+    wake.Wait(options.poll_interval);
   }
   run.training_wait_status = training.wait_status();
   run.training_exit_code = ExitCodeOf(run.training_wait_status);

@@ -308,3 +308,86 @@ def test_profiled_closure_steps_whose_phases_come_and_go(tmp_path):
     phased = [e for e in steps if "phases" not in e["args"]]
     assert len(steps) >= 50 and 5 <= len(phased) < len(steps), (len(steps), len(phased))
     assert any(e["name"].endswith(".step") for e in events)  # Optimizer spans recorded
+
+
+_PLAIN_LOOP = """
+import time
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 8), torch.randn(32, 1)
+for step in range(60):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    time.sleep(0.002)
+print("done")
+"""
+
+
+def test_profiled_phase_steps_time_the_models_forward_and_backward(tmp_path):
+    # Each training step begins in the model's forward pre-hook (the automatic mode's step
+    # boundary), and with 2 ms steps and phases at most every 5 ms most phase steps follow one
+    # without: the model's forward has begun before the profiler's callbacks are attached, and
+    # its start is taken at the boundary. Every phase step has the model's Forward and Backward
+    # spans (both named after the module) beside its Optimizer span.
+    cfg, out = _config(tmp_path, collections=("losses",), interval=10)
+    prof = tmp_path / "profiler.json"
+    prof.write_text(json.dumps({"ProfilingParameters": {
+        "ProfilerEnabled": True, "LocalPath": str(out), "PhaseMinIntervalInMilliseconds": 5,
+        "RotateFileCloseIntervalInSeconds": 1}}))
+    script = tmp_path / "plain_loop.py"
+    script.write_text(_PLAIN_LOOP)
+    r = _auto([str(script)], _env(cfg, TRAINSCOPE_PROFILER_CONFIG=str(prof)))
+    assert r.returncode == 0, r.stderr
+    by_step = {}
+    for f in sorted(out.glob("framework/pevents/*/*.json")):
+        for e in json.loads(f.read_text()):
+            if e.get("ph") == "X" and not e["name"].startswith("Step:"):
+                by_step.setdefault(int(e["args"]["step_num"]), []).append(e["name"])
+    phased = {s: names for s, names in by_step.items() if "SGD.step" in names}
+    assert len(phased) >= 5, by_step
+    for step, names in phased.items():
+        assert names.count("Sequential") == 2, (step, names)  # its Forward and Backward
+
+
+_COUNTED_SCANS = """
+import gc
+scans = []
+_get_objects = gc.get_objects
+def counted(*args, **kwargs):
+    scans.append(1)
+    return _get_objects(*args, **kwargs)
+gc.get_objects = counted
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+loss_fn = nn.CrossEntropyLoss()
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+for step in range(5):
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
+print("SCANS", len(scans))
+"""
+
+
+def test_the_first_step_finds_optimizers_models_and_losses_in_one_scan(tmp_path):
+    # gc.get_objects() walks every live object (hundreds of thousands once torch is imported):
+    # the automatic mode's setup makes one walk for the optimizers, the models and the loss
+    # modules, and still finds each.
+    cfg, out = _config(tmp_path, collections=("losses", "weights"))
+    script = tmp_path / "counted.py"
+    script.write_text(_COUNTED_SCANS)
+    r = _auto([str(script)], _env(cfg))
+    assert r.returncode == 0, r.stderr
+    assert "SCANS 1" in r.stdout, r.stdout + r.stderr
+    names = _trial(out).tensor_names()
+    assert "CrossEntropyLoss_output_0" in names and "Sequential_0.weight" in names, names

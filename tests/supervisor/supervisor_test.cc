@@ -1,7 +1,8 @@
 // Supervise, SignalForwarder and WorkerGroup on real processes (/bin/sh): the training's exit
 // code and the trial's end marker, SIGTERM forwarded to a training that traps it, a third signal
 // turned into SIGKILL, a worker that hangs past its time-out killed, and a training that ignores
-// its stop signal terminated after the grace. Times are short options, never asserted.
+// its stop signal terminated after the grace, and each child's end seen without waiting out the
+// poll interval. Times are short options, never asserted but as half a minute-long poll.
 #include "trainscope/supervisor.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +77,29 @@ TEST(SuperviseTest, TheTrainingGetsItsEnvironmentAndTheWorkersEndTheirWay) {
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->training_exit_code, 0);
   EXPECT_EQ(ended, (std::map<std::string, int>{{"clean", 0}, {"found", 3}, {"crashed", 137}}));
+}
+
+// A child's end wakes the supervisor (SIGCHLD): with a minute-long poll interval the training's
+// exit and then the worker's are each seen when they happen, and the run ends, in a few polls
+// (without the wake it takes two intervals).
+TEST(SuperviseTest, EachChildsEndIsSeenWithoutWaitingOutThePollInterval) {
+  TempDir trial;
+  SuperviseOptions o = Fast(trial.path(), "sleep 0.2");
+  o.poll_interval = std::chrono::minutes(1);
+  o.workers_timeout = std::chrono::hours(1);
+  o.workers["late"] = Shell("sleep 0.5");
+  int polls = 0;
+  std::map<std::string, int> ended;
+  SuperviseEvents ev;
+  ev.on_poll = [&](double) { ++polls; };
+  ev.on_worker_ended = [&](const std::string& name, int ws) { ended[name] = ExitCodeOf(ws); };
+  const auto start = std::chrono::steady_clock::now();
+  auto run = Supervise(o, ev);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->training_exit_code, 0);
+  EXPECT_EQ(ended, (std::map<std::string, int>{{"late", 0}}));
+  EXPECT_LE(polls, 6);  // the start, each end, and a spurious wake or two at most
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 TEST(SuperviseTest, SigtermToTheSupervisorReachesTheTraining) {

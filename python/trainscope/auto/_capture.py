@@ -195,8 +195,10 @@ class AutoSession:
         session = self
 
         def backward(self, *args, **kwargs):
-            if session.off:
-                return original(self, *args, **kwargs)
+            hook = session.hook
+            if session.off or (hook is not None and not hook._saving and not session._pending
+                               and not session._eval and session._manual is None):
+                return original(self, *args, **kwargs)  # quiet (see _quiet), inline: hot
             session._on_backward((self,))
             local = session._local
             local.inside = True
@@ -214,8 +216,11 @@ class AutoSession:
         session = self
 
         def backward(tensors, *args, **kwargs):
-            if session.off or getattr(session._local, "inside", False):
-                return original(tensors, *args, **kwargs)
+            hook = session.hook
+            if (session.off or (hook is not None and not hook._saving and not session._pending
+                                and not session._eval and session._manual is None)
+                    or getattr(session._local, "inside", False)):
+                return original(tensors, *args, **kwargs)  # quiet (see _quiet), inline: hot
             session._on_backward(
                 (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
             result = original(tensors, *args, **kwargs)
@@ -240,6 +245,11 @@ class AutoSession:
         return scale
 
     # ---- callbacks ---------------------------------------------------------------------------
+
+    # "Quiet": a sign of training with nothing to do (the hook is made, the step in progress
+    # saves nothing, no step boundary is pending, the mode is TRAIN, no training without an
+    # optimizer is captured). The backward wrappers and the optimizer pre-hook test it inline
+    # and return at once: on a short step each Python call counts.
 
     def _on_backward(self, tensors):
         try:
@@ -318,6 +328,13 @@ class AutoSession:
     def _optimizer_pre(self, optimizer, args, kwargs):
         if self.off:
             return None
+        hook = self.hook
+        if (hook is not None and not hook._saving and not self._pending and not self._eval
+                and self._manual is None):  # _quiet(), inline: hot
+            key = id(optimizer)
+            known = self._known.get(key)
+            if known is not None and known() is optimizer and key not in self._stepped:
+                return None  # a known optimizer's step in a step that saves nothing
         try:
             if self.hook is None:
                 if not self._setup(optimizer):
@@ -384,35 +401,56 @@ class AutoSession:
             evaluating = (not module.training or torch.is_inference_mode_enabled()
                           or (len(self.roots) == 1 and not torch.is_grad_enabled()))
             if not evaluating:
-                self._train_activity()
+                if self._pending and not self._eval:
+                    # The usual case, a training step begins: when nothing is held for the step
+                    # that ends and the hook's boundary is on its fast path, the C++ boundary
+                    # alone (_boundary otherwise).
+                    hook = self.hook
+                    if (hook._fast and hook._explicit_steps and not self._loss_outputs
+                            and not self._scaled):
+                        self._pending = False
+                        flags = hook._c.boundary()
+                        if flags:
+                            hook._boundary(module, flags)
+                    else:
+                        self._boundary(module)
+                elif self._eval:
+                    self._train_activity(module)
             elif self._eval:
-                self._boundary()
+                self._boundary(module)
             elif self._pending:
                 self.hook.set_mode(_modes.ModeKeys.EVAL)
                 self._eval = True
-                self._boundary()
+                self._boundary(module)
             # else: a forward pass inside a training step (e.g. a GAN's no_grad generator pass)
         except Exception as e:
             self._fail(e, "forward")
 
     # ---- steps -------------------------------------------------------------------------------
 
-    def _train_activity(self):
+    def _train_activity(self, module=None):
         if self._eval:
             self.hook.set_mode(_modes.ModeKeys.TRAIN)
             self._eval = False
-            self._boundary()
+            self._boundary(module)
         elif self._pending:
-            self._boundary()
+            self._boundary(module)
 
-    def _boundary(self):
+    def _boundary(self, module=None):
+        """A step boundary. `module`: the model whose forward pre-hook makes it (its forward
+        has begun: the profiler takes its start there when the new step records phases)."""
         self._pending = False
         if self._loss_outputs:
             self._loss_outputs.clear()
             self._loss_nodes.clear()
         if self._scaled:
             self._scaled.clear()
-        self.hook._explicit_step()  # TrainingStopped (a stop action) goes through, on purpose
+        hook = self.hook
+        # TrainingStopped (a stop action) goes through, on purpose
+        if hook._explicit_steps:
+            hook._boundary(module)
+        else:
+            hook._explicit_step()
 
     def _save_gradients(self, optimizer):
         names = self._grad_names
@@ -440,9 +478,11 @@ class AutoSession:
         session stood down."""
         if not self._make_hook(in_optimizer_hook=True):
             return False
+        # One scan of the live objects for the optimizers, the models and the loss modules.
+        live = _discover.live_objects((torch.optim.Optimizer, torch.nn.Module))
         self._guess = {id(o) for o in _discover.stepping_optimizers(
-            _discover.live_objects(torch.optim.Optimizer))}
-        self._add_optimizer(optimizer)
+            _discover.of_kind(live, torch.optim.Optimizer))}
+        self._add_optimizer(optimizer, _discover.of_kind(live, torch.nn.Module))
         if not self.roots:
             self._say("no module owns the parameters the optimizer steps: only losses are saved")
         self.hook.set_mode(_modes.ModeKeys.TRAIN)
@@ -531,15 +571,19 @@ class AutoSession:
         self.hook = hook
         return True
 
-    def _add_optimizer(self, optimizer):
+    def _add_optimizer(self, optimizer, modules=None):
         self._known[id(optimizer)] = weakref.ref(optimizer)
-        self._add_params(_discover.optimizer_params(optimizer))
+        self._add_params(_discover.optimizer_params(optimizer), modules)
 
-    def _add_params(self, params):
-        """Registers the models owning `params` (not yet registered) and the loss modules."""
-        for root in _discover.find_roots(params, exclude_ids=self._grad_names.keys()):
+    def _add_params(self, params, modules=None):
+        """Registers the models owning `params` (not yet registered) and the loss modules.
+        `modules`: the live modules (one scan of them is made when None)."""
+        if modules is None:
+            modules = _discover.live_objects(torch.nn.Module)
+        for root in _discover.find_roots(params, exclude_ids=self._grad_names.keys(),
+                                         modules=modules):
             self._register_root(root)
-        for loss in _discover.live_objects(torch.nn.modules.loss._Loss):
+        for loss in _discover.of_kind(modules, torch.nn.modules.loss._Loss):
             if loss not in self._loss_modules:
                 self._loss_modules.add(loss)
                 try:

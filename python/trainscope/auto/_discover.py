@@ -1,8 +1,10 @@
 """Finding a training's models, loss modules and optimizers without being told.
 
-Python keeps no registry of modules, so the live ones are found once, through the garbage
-collector's list of objects (``gc.get_objects``: tens of milliseconds in a large process, paid at
-the first optimizer step, never again unless a new optimizer appears).
+Python keeps no registry of modules, so the live ones are found through the garbage collector's
+list of objects (``gc.get_objects``: tens of milliseconds in a large process, a few hundred
+thousand objects once torch is imported), in one scan at the first optimizer step (the
+optimizers, the models and the loss modules together), never again unless a new optimizer
+appears.
 
 The model of an optimizer is the top-level module that owns its parameters: among the modules
 holding any of them, those that are no other such module's submodule (so ``Net``, not its
@@ -15,6 +17,7 @@ parameters is dropped.
 """
 
 import gc
+import itertools
 
 import torch
 
@@ -28,10 +31,29 @@ def _is_torch_made(module):
     return isinstance(module, torch.fx.GraphModule)
 
 
+class _IsKind(dict):
+    """type -> whether it is a subclass of `kind`, each type asked once."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def __missing__(self, t):
+        self[t] = found = issubclass(t, self.kind)
+        return found
+
+
 def live_objects(kind):
     """Every live object that is an instance of `kind` (a type or tuple of types). By type():
-    isinstance() would ask weak proxies (dead ones raise) and lazy objects for __class__."""
-    return [o for o in gc.get_objects() if issubclass(type(o), kind)]
+    isinstance() would ask weak proxies (dead ones raise) and lazy objects for __class__. The
+    scan runs in C but for the first object of each type."""
+    objects = gc.get_objects()
+    return list(itertools.compress(objects, map(_IsKind(kind).__getitem__, map(type, objects))))
+
+
+def of_kind(objects, kind):
+    """The objects of `objects` (from live_objects) that are instances of `kind`, by type()."""
+    return [o for o in objects if issubclass(type(o), kind)]
 
 
 def stepping_optimizers(optimizers):
@@ -93,14 +115,15 @@ def _descend(module, wanted):
     return out or [module]
 
 
-def find_roots(params, exclude_ids=()):
+def find_roots(params, exclude_ids=(), modules=None):
     """The top-level modules owning `params` (see the module docstring), best first.
-    `exclude_ids`: id() of parameters already covered by roots found earlier."""
+    `exclude_ids`: id() of parameters already covered by roots found earlier; `modules`: the
+    live modules (live_objects(torch.nn.Module)), found here when None."""
     wanted = {id(p) for p in params} - set(exclude_ids)
     if not wanted:
         return []
     candidates = []
-    for m in live_objects(torch.nn.Module):
+    for m in live_objects(torch.nn.Module) if modules is None else modules:
         n = sum(1 for p in m.parameters() if id(p) in wanted)
         if n:
             candidates.append((m, n))

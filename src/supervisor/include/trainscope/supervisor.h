@@ -7,7 +7,8 @@
 // callbacks of SuperviseEvents (the status feed, the live view, a worker's failure).
 //
 // Thread safety: Supervise runs on the calling thread and calls every callback from it. One
-// Supervise (and one SignalForwarder) at a time per process: signal handlers are process-wide.
+// Supervise (and one SignalForwarder) at a time per process: signal handlers are process-wide
+// (Supervise also handles SIGCHLD while it runs, to wake when a child ends).
 #pragma once
 
 #include <chrono>
@@ -79,6 +80,9 @@ struct SuperviseOptions {
   std::chrono::duration<double> workers_timeout = std::chrono::seconds(60);
   // StopAll's grace between SIGTERM and SIGKILL.
   std::chrono::milliseconds worker_kill_grace{5000};
+  // The longest wait between two looks at the training, the workers and the stop signal; a
+  // child process that ends (SIGCHLD) ends the wait at once, so the run's end is not delayed by
+  // it.
   std::chrono::milliseconds poll_interval{200};
 };
 
