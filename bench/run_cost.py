@@ -22,6 +22,12 @@ of the supervisor; bytes the trial holds per step (tensors: events/ + index/; pr
 system/ + framework/); and the rules' latency: from the last step's index landing to each rule's
 final verdict (`status.json`, finished), median and worst over the rules.
 
+Each round also times a run of --fixed-steps steps (10) plain and in each variant: the run's
+fixed cost (trainscope's start and end: the supervisor, the rule workers, the hook's or the
+automatic mode's setup, the last verdicts) is the median of (short run - short plain). The rest of
+the whole run's extra time, spread over its steps, is the per-step cost; the table gives both,
+and the ratio the run would have without its fixed cost.
+
 --run-args adds options to every `trainscope run`, e.g. `--hook-config
 bench/run_cost_every_step.json`: gradients saved every step, the schedule --rules default had
 before the rules' requests were merged as the union of their steps (a before/after on the
@@ -250,6 +256,8 @@ def main():
     ap.add_argument("--tmp", default=None, help="folder for the trials (default: a temporary one)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the /proc breakdown runs")
     ap.add_argument("--run-args", default="", help="more options for trainscope run")
+    ap.add_argument("--fixed-steps", type=int, default=10,
+                    help="steps of the short runs that measure the fixed cost (0: none)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     RUN_ARGS.extend(shlex.split(args.run_args))
@@ -261,21 +269,39 @@ def main():
     results = {}
     for model in models:
         walls = {v: [] for v in ["plain"] + variants}
+        short = {v: [] for v in ["plain"] + variants}
+        steps = {}
         for r in range(args.rounds):
             order = ["plain"] + variants
             rng.shuffle(order)
             for v in order:
                 res = run_once(model, v, args.rules, args.steps, tmp)
                 walls[v].append(res["wall_s"])
+                steps[v] = res["steps"]
                 print(f"  {model:5} round {r + 1}/{args.rounds} {v:5}: {res['wall_s']:6.2f} s "
                       f"(exit {res['exit']})", file=sys.stderr, flush=True)
                 for rule, text in res.get("findings", {}).items():
                     print(f"        {rule}: {text}", file=sys.stderr, flush=True)
+            if args.fixed_steps > 0:
+                rng.shuffle(order)
+                for v in order:
+                    short[v].append(run_once(model, v, args.rules, args.fixed_steps,
+                                             tmp)["wall_s"])
+                print(f"  {model:5} round {r + 1}/{args.rounds} {args.fixed_steps} steps: " +
+                      ", ".join(f"{v} {short[v][-1]:.2f} s" for v in order), file=sys.stderr,
+                      flush=True)
         entry = {"plain_s": statistics.median(walls["plain"]), "variants": {}}
         for v in variants:
             ratios = [w / p for w, p in zip(walls[v], walls["plain"])]
             entry["variants"][v] = {"wall_s": statistics.median(walls[v]),
                                     "ratio": statistics.median(ratios), "ratios": ratios}
+            if short[v]:
+                fixed = statistics.median(w - p for w, p in zip(short[v], short["plain"]))
+                extra = entry["variants"][v]["wall_s"] - entry["plain_s"]
+                entry["variants"][v].update({
+                    "fixed_s": fixed,
+                    "per_step_us": (extra - fixed) / max(steps[v], 1) * 1e6,
+                    "ratio_without_fixed": (entry["plain_s"] + extra - fixed) / entry["plain_s"]})
             if not args.no_breakdown:
                 print(f"  {model:5} breakdown {v}", file=sys.stderr, flush=True)
                 entry["variants"][v]["breakdown"] = run_once(model, v, args.rules, args.steps, tmp,
@@ -296,6 +322,7 @@ def print_table(results, variants, args):
     print(f"\ntrainscope run --rules {args.rules} {args.run_args}, wall time beside the plain "
           f"training (median of {args.rounds} interleaved rounds; goal <= {GOAL})\n")
     head = (f"{'training':8} {'variant':7} {'plain s':>8} {'run s':>7} {'ratio':>6} {'goal':>5} | "
+            f"{'fixed s':>7} {'us/step':>7} {'w/o fixed':>9} | "
             f"{'CPU ms/step: train':>18} {'rules':>6} {'sampler':>7} {'superv':>6} | "
             f"{'KB/step':>8} {'profile KB':>10} | {'lag med/max s':>13}")
     print(head)
@@ -306,6 +333,11 @@ def print_table(results, variants, args):
             ve = e["variants"][v]
             row = (f"{model:8} {v:7} {e['plain_s']:8.2f} {ve['wall_s']:7.2f} {ve['ratio']:6.3f} "
                    f"{'ok' if ve['ratio'] <= GOAL else 'over':>5} | ")
+            if "fixed_s" in ve:
+                row += (f"{ve['fixed_s']:7.2f} {ve['per_step_us']:7.1f} "
+                        f"{ve['ratio_without_fixed']:9.3f} | ")
+            else:
+                row += f"{'-':>7} {'-':>7} {'-':>9} | "
             b = ve.get("breakdown")
             if b:
                 n = max(b["steps"], 1)
@@ -318,9 +350,12 @@ def print_table(results, variants, args):
                         else f"{'-':>13}")
             print(row)
         if pb:
-            print(f"{model:8} {'plain':7} {'':8} {'':7} {'':6} {'':5} | "
+            print(f"{model:8} {'plain':7} {'':8} {'':7} {'':6} {'':5} | {'':7} {'':7} {'':9} | "
                   f"{pb['cpu_s'] / max(pb['steps'], 1) * 1e3:18.2f}")
-    print("\nCPU ms/step: CPU time per training step of the training's processes, the rule "
+    print(f"\nfixed s: a run of {args.fixed_steps} steps less the plain one (trainscope's start "
+          "and end, median over rounds);\nus/step: the rest of the extra time per step; w/o "
+          "fixed: the ratio less the fixed cost.")
+    print("CPU ms/step: CPU time per training step of the training's processes, the rule "
           "workers,\nthe system sampler thread and the rest of the supervisor (one breakdown run, "
           "/proc every 100 ms).\nKB/step: tensor bytes in the trial per training step; lag: last "
           "step's index -> each rule's final verdict.")
