@@ -265,7 +265,7 @@ def test_env_prints_the_switch_for_launchers():
     assert f"export PYTHONPATH='{trainscope.auto.BOOT_DIR}" in p.stdout
 
 
-_CLOSURE_LOOP = """
+_LOOP = """
 import time
 import torch
 from torch import nn
@@ -280,75 +280,58 @@ for step in range(60):
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
         return loss
-    opt.step(closure)  # forward and backward inside the step: its pre-hook is the first sign
+    STEP
     time.sleep(0.002)
 print("done")
 """
+# forward and backward inside the step: its pre-hook is the first sign of each training step
+_CLOSURE_STEP = "opt.step(closure)"
+# the model's forward is the first sign of each training step
+_PLAIN_STEP = "closure()\n    opt.step()"
 
 
-def test_profiled_closure_steps_whose_phases_come_and_go(tmp_path):
-    # Each training step starts inside a global optimizer pre-hook (the closure's forward runs
-    # inside opt.step), and with 2 ms steps and phases at most every 5 ms the profiler's phases
-    # turn on and off at those boundaries: nothing may add or remove a global optimizer hook
-    # there (PyTorch raises "OrderedDict mutated during iteration" in the training).
+def _profiled_loop(tmp_path, step):
+    """Runs _LOOP with `step` in the automatic mode with the profiler, 2 ms steps and phases at
+    most every 5 ms; returns the run and the trial's complete timeline events."""
     cfg, out = _config(tmp_path, collections=("losses",), interval=10)
     prof = tmp_path / "profiler.json"
     prof.write_text(json.dumps({"ProfilingParameters": {
         "ProfilerEnabled": True, "LocalPath": str(out), "PhaseMinIntervalInMilliseconds": 5,
         "RotateFileCloseIntervalInSeconds": 1}}))
-    script = tmp_path / "closure_loop.py"
-    script.write_text(_CLOSURE_LOOP)
+    script = tmp_path / "loop.py"
+    script.write_text(_LOOP.replace("STEP", step))
     r = _auto([str(script)], _env(cfg, TRAINSCOPE_PROFILER_CONFIG=str(prof)))
     assert r.returncode == 0, r.stderr
-    assert "done" in r.stdout and "mutated" not in r.stderr, r.stderr
     events = []
     for f in sorted(out.glob("framework/pevents/*/*.json")):
         events += [e for e in json.loads(f.read_text()) if e.get("ph") == "X"]
+    return r, events
+
+
+def test_profiled_closure_steps_whose_phases_come_and_go(tmp_path):
+    # Each training step starts inside a global optimizer pre-hook (the closure's forward runs
+    # inside opt.step), and the profiler's phases turn on and off at those boundaries: nothing
+    # may add or remove a global optimizer hook there (PyTorch raises "OrderedDict mutated
+    # during iteration" in the training).
+    r, events = _profiled_loop(tmp_path, _CLOSURE_STEP)
+    assert "done" in r.stdout and "mutated" not in r.stderr, r.stderr
     steps = [e for e in events if e["name"].startswith("Step:")]
     phased = [e for e in steps if "phases" not in e["args"]]
     assert len(steps) >= 50 and 5 <= len(phased) < len(steps), (len(steps), len(phased))
     assert any(e["name"].endswith(".step") for e in events)  # Optimizer spans recorded
 
 
-_PLAIN_LOOP = """
-import time
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x, y = torch.randn(32, 8), torch.randn(32, 1)
-for step in range(60):
-    opt.zero_grad()
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-    time.sleep(0.002)
-print("done")
-"""
-
-
 def test_profiled_phase_steps_time_the_models_forward_and_backward(tmp_path):
     # Each training step begins in the model's forward pre-hook (the automatic mode's step
-    # boundary), and with 2 ms steps and phases at most every 5 ms most phase steps follow one
-    # without: the model's forward has begun before the profiler's callbacks are attached, and
-    # its start is taken at the boundary. Every phase step has the model's Forward and Backward
-    # spans (both named after the module) beside its Optimizer span.
-    cfg, out = _config(tmp_path, collections=("losses",), interval=10)
-    prof = tmp_path / "profiler.json"
-    prof.write_text(json.dumps({"ProfilingParameters": {
-        "ProfilerEnabled": True, "LocalPath": str(out), "PhaseMinIntervalInMilliseconds": 5,
-        "RotateFileCloseIntervalInSeconds": 1}}))
-    script = tmp_path / "plain_loop.py"
-    script.write_text(_PLAIN_LOOP)
-    r = _auto([str(script)], _env(cfg, TRAINSCOPE_PROFILER_CONFIG=str(prof)))
-    assert r.returncode == 0, r.stderr
+    # boundary), and most phase steps follow one without: the model's forward has begun before
+    # the profiler's callbacks are attached, and its start is taken at the boundary. Every
+    # phase step has the model's Forward and Backward spans (both named after the module)
+    # beside its Optimizer span.
+    _, events = _profiled_loop(tmp_path, _PLAIN_STEP)
     by_step = {}
-    for f in sorted(out.glob("framework/pevents/*/*.json")):
-        for e in json.loads(f.read_text()):
-            if e.get("ph") == "X" and not e["name"].startswith("Step:"):
-                by_step.setdefault(int(e["args"]["step_num"]), []).append(e["name"])
+    for e in events:
+        if not e["name"].startswith("Step:"):
+            by_step.setdefault(int(e["args"]["step_num"]), []).append(e["name"])
     phased = {s: names for s, names in by_step.items() if "SGD.step" in names}
     assert len(phased) >= 5, by_step
     for step, names in phased.items():

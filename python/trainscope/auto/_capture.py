@@ -198,7 +198,7 @@ class AutoSession:
             hook = session.hook
             if session.off or (hook is not None and not hook._saving and not session._pending
                                and not session._eval and session._manual is None):
-                return original(self, *args, **kwargs)  # quiet (see _quiet), inline: hot
+                return original(self, *args, **kwargs)  # a quiet step (see "Quiet" below)
             session._on_backward((self,))
             local = session._local
             local.inside = True
@@ -220,7 +220,7 @@ class AutoSession:
             if (session.off or (hook is not None and not hook._saving and not session._pending
                                 and not session._eval and session._manual is None)
                     or getattr(session._local, "inside", False)):
-                return original(tensors, *args, **kwargs)  # quiet (see _quiet), inline: hot
+                return original(tensors, *args, **kwargs)  # a quiet step (see "Quiet" below)
             session._on_backward(
                 (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
             result = original(tensors, *args, **kwargs)
@@ -330,7 +330,7 @@ class AutoSession:
             return None
         hook = self.hook
         if (hook is not None and not hook._saving and not self._pending and not self._eval
-                and self._manual is None):  # _quiet(), inline: hot
+                and self._manual is None):  # a quiet step (see "Quiet")
             key = id(optimizer)
             known = self._known.get(key)
             if known is not None and known() is optimizer and key not in self._stepped:
