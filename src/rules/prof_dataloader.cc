@@ -221,12 +221,6 @@ class Dataloader : public ProfilerRule {
     bool fired = false, fired_outside = false;
   };
 
-  // The model's own spans: Forward, Backward(post-forward), Optimizer.
-  static bool IsModelPhase(const TimelineEvent& e) {
-    return e.ph == 'X' && (e.phase.rfind("Forward", 0) == 0 || e.phase.rfind("Backward", 0) == 0 ||
-                           e.phase.rfind("Optimizer", 0) == 0);
-  }
-
   // The pending step is complete: its time outside the model's spans and its DataLoader waits,
   // when its phases were kept and the model ran in it.
   static void CloseStep(Loop& l) {

@@ -122,14 +122,17 @@ class OverallFrameworkMetrics : public ProfilerRule {
     }
     ++it->second.count;
     it->second.us += e.dur_us;
+    it->second.model = IsModelPhase(e);
     // A step whose Forward/Backward/Optimizer spans were not kept (the hook's
-    // PhaseMinIntervalInMilliseconds: "phases": false) is left out of the time the phases are
-    // a share of.
-    if (IsStepEvent(e) && PhasesKept(e)) phased_step_us_ += e.dur_us;
+    // PhaseMinIntervalInMilliseconds: "phases": false) is left out of the time those phases are
+    // a share of; the spans recorded on every step (DataLoaderIter) are a share of all steps.
+    if (IsStepEvent(e)) {
+      step_us_ += e.dur_us;
+      if (PhasesKept(e)) phased_step_us_ += e.dur_us;
+    }
   }
 
   std::string Summary() const override {
-    const int64_t step_us = phased_step_us_;
     std::vector<std::pair<std::string, Total>> sorted(phases_.begin(), phases_.end());
     std::sort(sorted.begin(), sorted.end(),
               [](const auto& a, const auto& b) { return a.second.us > b.second.us; });
@@ -138,6 +141,7 @@ class OverallFrameworkMetrics : public ProfilerRule {
       const auto& [p, t] = sorted[i];
       out += (out.empty() ? "" : "; ") + p + " " + std::to_string(t.count) + " events " +
              Num(t.us / 1e6) + " s";
+      const int64_t step_us = t.model ? phased_step_us_ : step_us_;
       if (step_us > 0 && p.rfind("Step:", 0) != 0) {
         out += " (" + Percent(static_cast<double>(t.us) / static_cast<double>(step_us)) +
                " of step time)";
@@ -151,8 +155,10 @@ class OverallFrameworkMetrics : public ProfilerRule {
  private:
   struct Total {
     int64_t count = 0, us = 0;
+    bool model = false;  // the model's own spans (IsModelPhase)
   };
   std::map<std::string, Total> phases_;
+  int64_t step_us_ = 0;         // time of all steps
   int64_t phased_step_us_ = 0;  // time of the steps whose phases were recorded
 };
 

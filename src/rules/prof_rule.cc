@@ -136,6 +136,11 @@ bool ProfilerRule::PhasesKept(const TimelineEvent& e) {
   return kept == nullptr || *kept != "false";
 }
 
+bool ProfilerRule::IsModelPhase(const TimelineEvent& e) {
+  return e.ph == 'X' && (e.phase.rfind("Forward", 0) == 0 || e.phase.rfind("Backward", 0) == 0 ||
+                         e.phase.rfind("Optimizer", 0) == 0);
+}
+
 bool ProfilerRule::IsDataLoaderWait(const TimelineEvent& e) {
   if (e.ph != 'X') return false;
   auto has = [&](std::string_view s) {

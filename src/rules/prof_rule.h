@@ -73,6 +73,9 @@ class ProfilerRule : public BuiltinRule {
   // PhaseMinIntervalInMilliseconds marks the others "phases": false).
 
   static bool PhasesKept(const TimelineEvent& e);
+  // The model's own spans (Forward, Backward(post-forward), Optimizer): the ones a step marked
+  // "phases": false left out; the others (DataLoaderIter, user spans) are recorded on every step.
+  static bool IsModelPhase(const TimelineEvent& e);
   static bool IsDataLoaderWait(const TimelineEvent& e);  // time the loop waits for a batch
   static bool IsDataLoaderWorker(const TimelineEvent& e);
 
