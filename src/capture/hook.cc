@@ -60,6 +60,23 @@ class Hook::Impl {
   std::optional<StopSignal> stop_signal;
   bool stop_requested = false;
   StopRequest stop_reason;  // empty until stop_requested
+  bool stop_checked = false;
+  uint64_t stop_checked_us = 0;  // when it was last checked (Env::NowMicros)
+
+  // Whether this Step() looks for the stop file: the first time, then once
+  // config.stop_check_interval_ms has passed since the last look (or the clock went back).
+  bool StopCheckDue() {
+    if (!stop_signal) return false;
+    if (config.stop_check_interval_ms <= 0) return true;
+    const uint64_t now = env->NowMicros();
+    const auto interval_us = static_cast<uint64_t>(config.stop_check_interval_ms) * 1000;
+    if (stop_checked && now >= stop_checked_us && now - stop_checked_us < interval_us) {
+      return false;
+    }
+    stop_checked = true;
+    stop_checked_us = now;
+    return true;
+  }
 
   // Step times (planner.h, "Short steps"), measured only when a collection asks for it: the
   // start of the step in progress and its mode; per mode the last kStepSamples durations.
@@ -351,7 +368,7 @@ bool Hook::is_saving_step() const { return impl_->due != 0; }
 bool Hook::Step() {
   Impl& d = *impl_;
   if (d.closed) return false;
-  if (d.stop_signal && d.stop_signal->Check()) {
+  if (d.StopCheckDue() && d.stop_signal->Check()) {
     Result<StopRequest> reason = d.stop_signal->Read();
     if (reason.ok()) {
       d.stop_reason = std::move(reason).value();

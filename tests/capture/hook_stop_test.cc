@@ -27,7 +27,13 @@ class CountingEnv : public FaultInjectionEnv {
     if (std::string_view(path).ends_with("/stop_training.json")) ++stop_checks;
     return FaultInjectionEnv::FileExists(path);
   }
+  // The clock the hook's check interval reads: set_now() makes it a fake one.
+  uint64_t NowMicros() override {
+    const uint64_t t = now_us.load();
+    return t != 0 ? t : FaultInjectionEnv::NowMicros();
+  }
   std::atomic<int64_t> stop_checks{0};
+  std::atomic<uint64_t> now_us{0};
 };
 
 HookConfig Config(const std::string& out_dir, Env* env) {
@@ -39,6 +45,7 @@ HookConfig Config(const std::string& out_dir, Env* env) {
   c.world_size = 1;
   c.include_collections = {"weights"};
   c.save_config = SaveConfig(SaveConfigMode{.save_interval = 1});
+  c.stop_check_interval_ms = 0;  // every Step() looks (the interval has its own test)
   return c;
 }
 
@@ -110,6 +117,59 @@ TEST(HookStopTest, TheNextStepBoundaryStopsClosesAndSaysWhy) {
     ASSERT_TRUE(loss.ok()) << s << ": " << loss.status().ToString();
     EXPECT_EQ(static_cast<const double*>(loss->data)[0], static_cast<double>(s));
   }
+}
+
+// With the default interval (10 ms) the file is looked for at the first Step() and then at the
+// first Step() 10 ms or more after the last look: a 0.3 ms step pays a clock read, not a syscall.
+TEST(HookStopTest, TheStopFileIsLookedForOncePerCheckInterval) {
+  TempDir tmp;
+  const std::string trial_dir = tmp.path() + "/trial";
+  CountingEnv env;
+  env.now_us = 1'000'000;
+  HookConfig c = Config(trial_dir, &env);
+  c.stop_check_interval_ms = HookConfig{}.stop_check_interval_ms;
+  ASSERT_EQ(c.stop_check_interval_ms, 10);
+  auto hook = MakeHook(std::move(c));
+  ASSERT_NE(hook, nullptr);
+  ASSERT_TRUE(hook->Step());
+  EXPECT_EQ(env.stop_checks.load(), 1);  // the first step looks
+
+  ASSERT_TRUE(Env::Default()->CreateDirs(trial_dir + "/rule-output").ok());
+  std::ofstream(StopSignal::PathFor(trial_dir)).close();
+  for (int i = 0; i < 30; ++i) {  // 30 steps of 0.3 ms: 9 ms since the look
+    env.now_us += 300;
+    ASSERT_TRUE(hook->Step()) << i;
+  }
+  EXPECT_EQ(env.stop_checks.load(), 1);
+  EXPECT_FALSE(hook->StopRequested());
+
+  ::testing::internal::CaptureStderr();
+  env.now_us += 1000;  // 10 ms since the look
+  EXPECT_FALSE(hook->Step());
+  EXPECT_EQ(env.stop_checks.load(), 2);
+  EXPECT_TRUE(hook->StopRequested());
+  EXPECT_EQ(hook->step(), 30);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("training stopped"), std::string::npos);
+}
+
+// A clock that goes back (a wall clock set back) does not delay the next look by the jump.
+TEST(HookStopTest, AClockThatGoesBackDoesNotPostponeTheLook) {
+  TempDir tmp;
+  const std::string trial_dir = tmp.path() + "/trial";
+  CountingEnv env;
+  env.now_us = 5'000'000'000;
+  HookConfig c = Config(trial_dir, &env);
+  c.stop_check_interval_ms = 10;
+  auto hook = MakeHook(std::move(c));
+  ASSERT_NE(hook, nullptr);
+  ASSERT_TRUE(hook->Step());
+  env.now_us = 1'000'000;  // an hour and more back
+  ASSERT_TRUE(hook->Step());
+  EXPECT_EQ(env.stop_checks.load(), 2);
+  env.now_us += 100;
+  ASSERT_TRUE(hook->Step());
+  EXPECT_EQ(env.stop_checks.load(), 2);
+  ASSERT_TRUE(hook->Close().ok());
 }
 
 TEST(HookStopTest, WithoutTheStopFileNothingIsReported) {

@@ -174,7 +174,7 @@ def _phased_and_not(out, **opts):
 
 
 def test_phase_min_interval_samples_short_steps(tmp_path):
-    # Phases at most once an hour (PhaseMinIntervalInMilliseconds; `trainscope run` sets 10 ms):
+    # Phases at most once an hour (PhaseMinIntervalInMilliseconds; `trainscope run` sets 50 ms):
     # every step is recorded, the phases of the first step only, whatever the machine's speed,
     # and each step says which (the share of a phase is of the steps that recorded it).
     interval_ms = 3_600_000

@@ -181,7 +181,7 @@ def test_marker_read_is_bounded_and_refuses_special_files(tmp_path):
 # ---- the hook's stop message is escaped -------------------------------------------------------
 
 STOP = r'''
-import json, os, sys
+import json, os, sys, time
 import torch, torch.nn as nn
 import trainscope.pytorch as ts
 
@@ -198,6 +198,7 @@ for step in range(6):
         with open(os.path.join(out, "rule-output", "stop_training.json"), "w") as f:
             json.dump({"rule": "Evil\x1b]0;title\x07", "step": 2,
                        "explanation": "bad\x1b[2J\x1b[31m red\nline"}, f)
+        time.sleep(0.011)  # the hook looks at most every 10 ms: this boundary looks
     crit(model(torch.randn(3, 4)), torch.randn(3, 2)).backward()
 hook.close()
 '''

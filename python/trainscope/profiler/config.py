@@ -154,7 +154,7 @@ class ProfilerConfig:
     phase_min_interval_ms: record the Forward, Backward and Optimizer spans only of steps that
     begin at least this long after the last step that recorded them (None or 0: every step);
     step spans are always recorded, those without phases marked ``"phases": false``
-    (trainscope's PhaseMinIntervalInMilliseconds; ``trainscope run`` sets 10)."""
+    (trainscope's PhaseMinIntervalInMilliseconds; ``trainscope run`` sets 50)."""
 
     def __init__(self, s3_output_path=None, system_monitor_interval_millis=None,
                  framework_profile_params=None, disable_profiler=False,

@@ -458,7 +458,8 @@ class Hook:
                 self._before_step()
                 flags = self._c.boundary()
         # A rule's stop action writes <trial>/rule-output/stop_training.json
-        # (docs/formats/stop_signal.md); the C++ step boundary checks it (one stat), and on the
+        # (docs/formats/stop_signal.md); the C++ step boundary checks it (one access(2), at most
+        # every 10 ms), and on the
         # first sight closes the trial, says why on stderr and returns BOUNDARY_STOPPED.
         if flags & _BOUNDARY_STOPPED:
             self._saving = False

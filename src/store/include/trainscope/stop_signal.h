@@ -4,11 +4,12 @@
 // its reader and its writer. The hook (capture), the actions, the C API, the CLI and the Python
 // bindings all call it.
 //
-// The training side (Hook::Step) calls StopSignal::Check() at every step boundary: it costs one
-// access(2) through the Env, two when smdebug's SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE is set, and
-// never fails (a folder that cannot be read counts as "no stop"). The rule side calls Raise(),
-// which publishes the reason atomically, so a reader sees either nothing or the whole reason. A
-// bare `touch` of the file also stops training (its reason then reads as "unknown").
+// The training side (Hook::Step) calls StopSignal::Check() at a step boundary, at most every
+// 10 ms (HookConfig::stop_check_interval_ms): it costs one access(2) through the Env, two when
+// smdebug's SAGEMAKER_ENV_RULE_STOP_SIGNAL_FILE is set, and never fails (a folder that cannot be
+// read counts as "no stop"). The rule side calls Raise(), which publishes the reason atomically,
+// so a reader sees either nothing or the whole reason. A bare `touch` of the file also stops
+// training (its reason then reads as "unknown").
 //
 // Thread safety: a StopSignal is immutable after construction; Check and Read may be called from
 // any thread. Raise and Clear may race with each other across processes: the first reason
