@@ -162,16 +162,18 @@ def test_merged_timeline_of_a_step_and_a_time_window(trial, tmp_path):
     spans = [e for e in raw_events(trial) if e["ph"] == "X"]
     steps = {int(e["args"]["step_num"]): e for e in spans if e["phase"] == "Step:ModeKeys.TRAIN"}
     m = MergedTimeline(trial, output_directory=str(tmp_path / "out"))
-    path = m.merge_timeline(1, 3, unit=MergeUnit.STEP)
+    # Steps 1 to 5: 150 ms and more of 30 ms steps, so the 100 ms sampler has a sample inside
+    # wherever its ticks fall (steps 1 to 3, about 95 ms, could fall between two).
+    path = m.merge_timeline(1, 5, unit=MergeUnit.STEP)
     assert path.startswith(str(tmp_path / "out")) and path.endswith("_merged_timeline.json")
     events = trace_events(path)
     base = m.last_result["base_time_us"]
-    lo, hi = steps[1]["start_us"], steps[3]["start_us"] + steps[3]["dur_us"]
+    lo, hi = steps[1]["start_us"], steps[5]["start_us"] + steps[5]["dur_us"]
     framework = [e for e in events if e["ph"] == "X"]
     counters = [e for e in events if e["ph"] == "C"]
     got_steps = sorted(int(e["args"]["step_num"]) for e in framework
                        if e["name"] == "Step:ModeKeys.TRAIN")
-    assert got_steps == [1, 2, 3]
+    assert got_steps == [1, 2, 3, 4, 5]
     for e in framework:
         assert e["ts"] + base < hi and e["ts"] + e.get("dur", 0) + base >= lo
     assert counters, "the system metrics of the window are counters"
