@@ -230,7 +230,8 @@ std::string DescribeStop(const nlohmann::json& stop, const std::string& trial_di
       where += ", " + std::to_string(later) + (later == 1 ? " step" : " steps") +
                " after the finding: the rule evaluates each step after the training has saved "
                "it, in a process of its own, and the training checks for the stop request at "
-               "each step boundary, so it runs on while the rule reads, evaluates and asks";
+               "its step boundaries (at most every 10 ms), so it runs on while the rule reads, "
+               "evaluates and asks";
     }
   }
   // Wrapped like the tables, the second part indented under the first.
