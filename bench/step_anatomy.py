@@ -39,18 +39,10 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from run_cost import trainscope_cmd  # bench/ is this script's folder: first on sys.path
+
 VARIANTS = ("plain", "pre-hook", "floor", "hook", "auto")
 WARMUP = 1000  # steps left out of the figures (the first saving steps, the schedule's stretch)
-
-
-def trainscope_cmd():
-    exe = shutil.which("trainscope", path=os.path.dirname(sys.executable) + os.pathsep +
-                       os.environ.get("PATH", ""))
-    if exe is None:
-        sys.exit("step_anatomy: no `trainscope` command next to this Python or on PATH: "
-                 "install the package (scripts/setup.sh)")
-    return exe
 
 
 def run_configs(tmp):
@@ -96,10 +88,8 @@ def child(variant, steps):
 
         trainscope.auto.install()
     import torch
-    from torch import nn
-
-    sys.path.insert(0, HERE)
     from run_cost_train import batches
+    from torch import nn
 
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)

@@ -118,11 +118,10 @@ class OverallFrameworkMetrics : public ProfilerRule {
     auto it = phases_.find(e.phase);
     if (it == phases_.end()) {
       if (phases_.size() >= 256) return;
-      it = phases_.emplace(e.phase, Total{}).first;
+      it = phases_.emplace(e.phase, Total{.model = IsModelPhase(e)}).first;
     }
     ++it->second.count;
     it->second.us += e.dur_us;
-    it->second.model = IsModelPhase(e);
     // A step whose Forward/Backward/Optimizer spans were not kept (the hook's
     // PhaseMinIntervalInMilliseconds: "phases": false) is left out of the time those phases are
     // a share of; the spans recorded on every step (DataLoaderIter) are a share of all steps.
