@@ -29,6 +29,11 @@ void ResetWithoutGil(std::unique_ptr<T>& owner) noexcept {
   owner.reset();  // without the GIL, or after a failed release (no-op when done above)
 }
 
+// The step boundary of `core_hook`, a _core.Hook (its boundary() method, without pybind11's
+// dispatch): its BOUNDARY_* flags, or -1 when `core_hook` is not a _core.Hook or the boundary
+// failed (no Python error is left set). Needs the GIL. python/src/capture_bindings.cc.
+int HookBoundary(PyObject* core_hook) noexcept;
+
 void RegisterWriter(pybind11::module_& m);
 void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);
@@ -40,5 +45,7 @@ void RegisterNames(pybind11::module_& m);
 void RegisterRules(pybind11::module_& m);
 // Profiler (timeline writer, system sampler, readers, merge): python/src/profiler_bindings.cc.
 void RegisterProfiler(pybind11::module_& m);
+// The automatic mode's callbacks in C (auto_forward_pre_hook...): python/src/auto_gate.cc.
+void RegisterAutoGate(pybind11::module_& m);
 
 }  // namespace trainscope::python

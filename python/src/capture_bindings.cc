@@ -472,6 +472,19 @@ py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
   return py::reinterpret_steal<py::object>(fn);
 }
 
+}  // namespace
+
+int HookBoundary(PyObject* core_hook) noexcept {
+  try {
+    return py::handle(core_hook).cast<PyHook&>().Boundary();
+  } catch (...) {  // not a _core.Hook, or the boundary threw (fail open: the caller goes on)
+    PyErr_Clear();
+    return -1;
+  }
+}
+
+namespace {
+
 HookConfig HookConfigFromDict(const py::dict& d) {
   HookConfig c;
   auto has = [&](const char* k) { return d.contains(k) && !d[k].is_none(); };

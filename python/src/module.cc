@@ -36,4 +36,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterNames(m);
   trainscope::python::RegisterRules(m);
   trainscope::python::RegisterProfiler(m);
+  trainscope::python::RegisterAutoGate(m);
 }

@@ -7,7 +7,7 @@ Installed once per process (``start()``), right after ``import torch``:
   registers them; every step saves the gradients the optimizer is about to apply (on saving
   steps only: after gradient accumulation, after GradScaler's unscaling) and counts toward the
   end of the training step;
-- ``torch.Tensor.backward`` and ``torch.autograd.backward`` are wrapped to see the loss (and
+- ``torch.autograd.backward`` is wrapped to see the loss (``Tensor.backward`` calls it; and
   ``GradScaler.scale`` to see the loss before scaling);
 - a forward pre-hook on each model found tells training forward passes from evaluation ones.
 
@@ -29,14 +29,17 @@ by hand. The first step, whose forward and backward ran before the model was kno
 initial weights, the gradients of the first update and (without loss modules) the losses
 seen before it.
 
-Cost: on a step that saves nothing, one bool test in each callback plus the hook's own (the
-same as a hook written by hand); the garbage-collector scan runs once per new optimizer.
+Cost: on a step that saves nothing ("quiet"), the callbacks are C functions of trainscope._core
+(auto_forward_pre_hook, auto_optimizer_pre_hook, auto_optimizer_post_hook, auto_backward) that
+test the session's attributes, make the step boundary and return, calling the Python ones below
+for anything else (the same as a hook written by hand, plus an optimizer hook pair and a
+function call); the garbage-collector scan runs once per new optimizer.
 Nothing here ever breaks the training: the first error is printed, and the session stands down
 when it cannot work at all (no configuration, the script makes its own hook).
 """
 
 import sys
-import threading
+import types
 import weakref
 
 import torch
@@ -81,6 +84,8 @@ def _hook_class():
             # Made inside an optimizer step pre-hook, where PyTorch forbids adding another: the
             # session hands the hook each step's closure (AutoSession._with_closure).
             _WATCH_CLOSURES = False
+            # The session makes the step boundaries (its own forward pre-hook on each model).
+            _STEP_PRE_HOOK = False
 
             def _grad_hook(self, gname):
                 return _no_gradient_hook
@@ -123,7 +128,7 @@ class AutoSession:
         self.roots = []
         self._handles = []
         self._originals = {}
-        self._local = threading.local()
+        self._forward_pre = self._root_forward_pre  # the models' forward pre-hook (install)
         self._early_losses = []
         self._known = {}  # id() -> weakref of each optimizer seen (a WeakSet test allocates)
         self._guess = set()  # id() of the optimizers alive at the first step
@@ -144,20 +149,47 @@ class AutoSession:
     # ---- installation ------------------------------------------------------------------------
 
     def install(self):
-        self._handles.append(_optim.register_optimizer_step_pre_hook(self._optimizer_pre))
-        self._handles.append(_optim.register_optimizer_step_post_hook(self._optimizer_post))
-        self._wrap(torch.Tensor, "backward", self._tensor_backward_wrapper)
-        self._wrap(torch.autograd, "backward", self._autograd_backward_wrapper)
+        gates = self._gates()
+        self._forward_pre = gates["forward_pre"]
+        self._handles.append(_optim.register_optimizer_step_pre_hook(gates["optimizer_pre"]))
+        self._handles.append(_optim.register_optimizer_step_post_hook(gates["optimizer_post"]))
+        self._wrap(torch.autograd, "backward", gates["backward"])
         scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
         if scaler is not None:
             self._wrap(scaler, "scale", self._scale_wrapper)
 
+    def _gates(self):
+        """The callbacks PyTorch calls: trainscope._core's C functions for the quiet steps
+        (auto_gate.cc), each calling the Python one here for the others; the Python ones alone
+        if the C module cannot be loaded. {"forward_pre", "optimizer_pre", "optimizer_post":
+        callbacks, "backward": make(original) -> wrapper}."""
+        python = {"forward_pre": self._root_forward_pre, "optimizer_pre": self._optimizer_pre,
+                  "optimizer_post": self._optimizer_post,
+                  "backward": self._autograd_backward_wrapper}
+        try:
+            from .. import _core
+
+            def backward(original):
+                return _core.auto_backward(self, original,
+                                           self._autograd_backward_wrapper(original))
+
+            return {
+                "forward_pre": _core.auto_forward_pre_hook(
+                    self, self._root_forward_pre, self._after_gate, torch.is_grad_enabled,
+                    torch.is_inference_mode_enabled),
+                "optimizer_pre": _core.auto_optimizer_pre_hook(self, self._optimizer_pre),
+                "optimizer_post": _core.auto_optimizer_post_hook(self, self._optimizer_post),
+                "backward": backward}
+        except Exception:  # an old or missing extension: the same, in Python
+            return python
+
     def _wrap(self, owner, name, make):
         original = getattr(owner, name)
         wrapper = make(original)
-        wrapper.__wrapped__ = original
-        wrapper.__name__ = getattr(original, "__name__", name)
-        wrapper.__doc__ = getattr(original, "__doc__", None)
+        if not isinstance(wrapper, types.BuiltinFunctionType):  # a C function has its own
+            wrapper.__wrapped__ = original
+            wrapper.__name__ = getattr(original, "__name__", name)
+            wrapper.__doc__ = getattr(original, "__doc__", None)
         setattr(owner, name, wrapper)
         self._originals[(owner, name)] = (original, wrapper)
 
@@ -191,35 +223,13 @@ class AutoSession:
 
     # ---- wrappers ----------------------------------------------------------------------------
 
-    def _tensor_backward_wrapper(self, original):
-        session = self
-
-        def backward(self, *args, **kwargs):
-            hook = session.hook
-            if session.off or (hook is not None and not hook._saving and not session._pending
-                               and not session._eval and session._manual is None):
-                return original(self, *args, **kwargs)  # a quiet step (see "Quiet" below)
-            session._on_backward((self,))
-            local = session._local
-            local.inside = True
-            try:
-                result = original(self, *args, **kwargs)
-            finally:
-                local.inside = False
-            if session._manual is not None:
-                session._after_backward()
-            return result
-
-        return backward
-
     def _autograd_backward_wrapper(self, original):
         session = self
 
         def backward(tensors, *args, **kwargs):
             hook = session.hook
-            if (session.off or (hook is not None and not hook._saving and not session._pending
-                                and not session._eval and session._manual is None)
-                    or getattr(session._local, "inside", False)):
+            if session.off or (hook is not None and not hook._saving and not session._pending
+                               and not session._eval and session._manual is None):
                 return original(tensors, *args, **kwargs)  # a quiet step (see "Quiet" below)
             session._on_backward(
                 (tensors,) if isinstance(tensors, torch.Tensor) else tuple(tensors))
@@ -248,8 +258,8 @@ class AutoSession:
 
     # "Quiet": a sign of training with nothing to do (the hook is made, the step in progress
     # saves nothing, no step boundary is pending, the mode is TRAIN, no training without an
-    # optimizer is captured). The backward wrappers and the optimizer pre-hook test it inline
-    # and return at once: on a short step each Python call counts.
+    # optimizer is captured). The C callbacks (_gates) handle it and call these for the rest;
+    # these test it again (they are the callbacks themselves without the C module).
 
     def _on_backward(self, tensors):
         try:
@@ -433,6 +443,19 @@ class AutoSession:
         except Exception as e:
             self._fail(e, "forward")
 
+    def _after_gate(self, module, flags):
+        """The C forward pre-hook made a training step's boundary with the hook's fast path
+        and got `flags` (not 0: the step saves, records phases or was stopped), or -1: the
+        boundary failed, and the Python one makes it again (and reports what goes wrong)."""
+        try:
+            if flags < 0:
+                self.hook._set_fast(False)
+                self._boundary(module)
+            else:
+                self.hook._boundary(module, flags)
+        except Exception as e:
+            self._fail(e, "forward")
+
     # ---- steps -------------------------------------------------------------------------------
 
     def _train_activity(self, module=None):
@@ -611,4 +634,4 @@ class AutoSession:
         for name, p in hook._params[before:]:
             self._grad_names[id(p)] = hook._names.gradient(name)
         self.roots.append(root)
-        root.register_forward_pre_hook(self._root_forward_pre)
+        root.register_forward_pre_hook(self._forward_pre)

@@ -344,6 +344,10 @@ class Hook:
     # by its session instead.
     _WATCH_CLOSURES = True
 
+    # Each registered module's forward call is a step boundary until hook.step() is called (the
+    # hook's C forward pre-hook); the automatic mode's hook has its own boundaries instead.
+    _STEP_PRE_HOOK = True
+
     def _watch_closures(self):
         try:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -552,9 +556,10 @@ class Hook:
         _copy_unhooked(module)
         for sub in top.modules():
             _copy_unhooked(sub)
-        if self._c.slow is None:
-            self._c.slow = self._forward_pre_slow
-        self._handles.append(module.register_forward_pre_hook(self._c.forward_pre_hook()))
+        if self._STEP_PRE_HOOK:
+            if self._c.slow is None:
+                self._c.slow = self._forward_pre_slow
+            self._handles.append(module.register_forward_pre_hook(self._c.forward_pre_hook()))
         if self._prof is not None:  # after the step boundary's pre-hook: forward starts after it
             self._prof.attach_module(module, top_name)
         if compiled:
