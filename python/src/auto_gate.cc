@@ -28,11 +28,11 @@ constexpr const char* kGateCapsule = "trainscope._core.auto_gate";
 // What a gate function is bound to (strong references).
 struct Gate {
   PyObject* session = nullptr;
-  PyObject* slow = nullptr;      // the Python callback with the same arguments
-  PyObject* original = nullptr;  // backward: the wrapped function
+  PyObject* slow = nullptr;            // the Python callback with the same arguments
+  PyObject* original = nullptr;        // backward: the wrapped function
   PyObject* grad_enabled = nullptr;    // forward pre-hook: torch.is_grad_enabled
   PyObject* inference_mode = nullptr;  // forward pre-hook: torch.is_inference_mode_enabled
-  PyObject* after = nullptr;  // forward pre-hook: session._after_gate(module, flags)
+  PyObject* after = nullptr;           // forward pre-hook: session._after_gate(module, flags)
 };
 
 void FreeGate(Gate* g) {
@@ -292,8 +292,8 @@ bool NoteStep(PyObject* s, PyObject* optimizer) {
     PyErr_Clear();
     return false;  // Python adds the key again, which changes nothing, and compares
   }
-  if (all == 1 && (PySet_Clear(stepped.get()) < 0 ||
-                   PyObject_SetAttr(s, names.pending, Py_True) < 0)) {
+  if (all == 1 &&
+      (PySet_Clear(stepped.get()) < 0 || PyObject_SetAttr(s, names.pending, Py_True) < 0)) {
     PyErr_Clear();  // never into the training: the step boundary is late, not the training
   }
   return true;
@@ -344,8 +344,9 @@ Gate* NewGate(const py::object& session, const py::object& slow) {
 }
 
 PyMethodDef forward_pre_def = {
-    "auto_forward_pre_hook", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ForwardPre)),
-    METH_FASTCALL, "The automatic mode's forward pre-hook of a model (module, inputs) -> None."};
+    "auto_forward_pre_hook",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(ForwardPre)), METH_FASTCALL,
+    "The automatic mode's forward pre-hook of a model (module, inputs) -> None."};
 PyMethodDef optimizer_pre_def = {
     "auto_optimizer_pre_hook",
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(OptimizerPre)), METH_FASTCALL,
@@ -367,12 +368,11 @@ void RegisterAutoGate(py::module_& m) {
     if (p == nullptr) throw py::error_already_set();
     return p;  // kept for the life of the process
   };
-  names = Names{intern("off"),      intern("hook"),           intern("_saving"),
-                intern("_pending"), intern("_eval"),          intern("_manual"),
-                intern("_known"),   intern("_stepped"),       intern("_cycle"),
-                intern("_fast"),    intern("_explicit_steps"), intern("_loss_outputs"),
-                intern("_scaled"),  intern("roots"),          intern("training"),
-                intern("_c")};
+  names = Names{
+      intern("off"),     intern("hook"),    intern("_saving"),         intern("_pending"),
+      intern("_eval"),   intern("_manual"), intern("_known"),          intern("_stepped"),
+      intern("_cycle"),  intern("_fast"),   intern("_explicit_steps"), intern("_loss_outputs"),
+      intern("_scaled"), intern("roots"),   intern("training"),        intern("_c")};
   m.def(
       "auto_forward_pre_hook",
       [](const py::object& session, const py::object& slow, const py::object& after,
