@@ -163,9 +163,6 @@ class AutoSession:
         (auto_gate.cc), each calling the Python one here for the others; the Python ones alone
         if the C module cannot be loaded. {"forward_pre", "optimizer_pre", "optimizer_post":
         callbacks, "backward": make(original) -> wrapper}."""
-        python = {"forward_pre": self._root_forward_pre, "optimizer_pre": self._optimizer_pre,
-                  "optimizer_post": self._optimizer_post,
-                  "backward": self._autograd_backward_wrapper}
         try:
             from .. import _core
 
@@ -181,7 +178,9 @@ class AutoSession:
                 "optimizer_post": _core.auto_optimizer_post_hook(self, self._optimizer_post),
                 "backward": backward}
         except Exception:  # an old or missing extension: the same, in Python
-            return python
+            return {"forward_pre": self._root_forward_pre, "optimizer_pre": self._optimizer_pre,
+                    "optimizer_post": self._optimizer_post,
+                    "backward": self._autograd_backward_wrapper}
 
     def _wrap(self, owner, name, make):
         original = getattr(owner, name)
@@ -419,18 +418,9 @@ class AutoSession:
                           or (len(self.roots) == 1 and not torch.is_grad_enabled()))
             if not evaluating:
                 if self._pending and not self._eval:
-                    # The usual case, a training step begins: when nothing is held for the step
-                    # that ends and the hook's boundary is on its fast path, the C++ boundary
-                    # alone (_boundary otherwise).
-                    hook = self.hook
-                    if (hook._fast and hook._explicit_steps and not self._loss_outputs
-                            and not self._scaled):
-                        self._pending = False
-                        flags = hook._c.boundary()
-                        if flags:
-                            hook._boundary(module, flags)
-                    else:
-                        self._boundary(module)
+                    # A training step begins (its usual case, on the hook's fast path, is the C
+                    # forward pre-hook's: _gates)
+                    self._boundary(module)
                 elif self._eval:
                     self._train_activity(module)
             elif self._eval:
