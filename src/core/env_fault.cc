@@ -105,6 +105,10 @@ bool FaultInjectionEnv::IsDirectory(const std::string& path) { return base_->IsD
 Result<uint64_t> FaultInjectionEnv::GetFileSize(const std::string& path) {
   return base_->GetFileSize(path);
 }
+
+Result<uint64_t> FaultInjectionEnv::GetModificationMicros(const std::string& path) {
+  return base_->GetModificationMicros(path);
+}
 Status FaultInjectionEnv::SyncDir(const std::string& dir) {
   if (state_->sync_fails) {
     ++state_->failures;

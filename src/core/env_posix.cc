@@ -317,6 +317,17 @@ class PosixEnv final : public Env {
     }
     return static_cast<uint64_t>(st.st_size);
   }
+  Result<uint64_t> GetModificationMicros(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
+      return Status::FromErrno("stat", path, errno);
+    }
+    if (st.st_mtim.tv_sec < 0)
+      return Status::NotSupported("modification time before 1970: " + path);
+    return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000u +
+           static_cast<uint64_t>(st.st_mtim.tv_nsec) / 1000u;
+  }
   Status SyncDir(const std::string& dir) override {
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return Status::FromErrno("open", dir, errno);

@@ -125,6 +125,8 @@ class Trial::Impl {
 
  private:
   // trial_refresh.cc
+  // How much of options_.end_delay is still to wait, the end marker's age deducted.
+  std::chrono::microseconds EndDelayLeft();
   Status RefreshLocked(std::vector<FoundIndexFile>* found, bool have_notifier, bool* changed)
       TS_REQUIRES(refresh_mu_) TS_EXCLUDES(mu_);
   Status Scan(bool have_notifier, std::vector<FoundIndexFile>* found) TS_REQUIRES(refresh_mu_)

@@ -139,6 +139,22 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
   return first_error;
 }
 
+std::chrono::microseconds Trial::Impl::EndDelayLeft() {
+  const std::chrono::microseconds delay = options_.end_delay;
+  if (delay.count() <= 0) return std::chrono::microseconds(0);
+  // A marker written end_delay ago or longer (a finished trial opened later, or the summary
+  // after the training exited) needs no wait. Its age is judged by the Env's clock against
+  // the file's time; where either is unknown, or the marker seems to come from the future (the
+  // clocks of two machines), the whole delay.
+  auto written = env_->GetModificationMicros(JoinPath(path_, trial_format::kEndOfJobFile));
+  if (!written.ok()) return delay;
+  const uint64_t now = env_->NowMicros();
+  if (now < *written) return delay;
+  const uint64_t age = now - *written;
+  if (age >= static_cast<uint64_t>(delay.count())) return std::chrono::microseconds(0);
+  return delay - std::chrono::microseconds(static_cast<int64_t>(age));
+}
+
 Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool have_notifier,
                                   bool* changed) {
   std::vector<FoundIndexFile> found;
@@ -153,8 +169,9 @@ Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool ha
   }
   if (finish) {
     // smdebug's final refresh: files may still land just after the end marker (another
-    // worker, a slow sync), so wait end_delay, read once more, then declare all steps loaded.
-    if (options_.end_delay.count() > 0) std::this_thread::sleep_for(options_.end_delay);
+    // worker, a slow sync), so wait until end_delay has passed since it was written, read once
+    // more, then declare all steps loaded.
+    if (auto wait = EndDelayLeft(); wait.count() > 0) std::this_thread::sleep_for(wait);
     found.clear();
     Status s = Scan(have_notifier, &found);
     Status l2 = Load(found, changed);

@@ -1,8 +1,10 @@
 // Following a trial that another process is writing: every new step becomes visible (inotify
 // and polling), and a writer killed with SIGKILL leaves a trial whose listed steps all read.
 // No timing is asserted: visibility is awaited with WaitForChange up to a generous deadline.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "trainscope/trial.h"
+#include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 #include "trial_test_util.h"
 
@@ -182,6 +185,98 @@ TEST(KilledWriterTest, CompletedStepsOfAKilledWriterAllRead) {
     ASSERT_TRUE(names.ok());
     EXPECT_EQ(*names, (std::vector<std::string>{"a", "b"}));
   }
+}
+
+// The final refresh waits until end_delay has passed since the end marker was written (files of
+// another worker may land just after it); a trial that ended earlier than that waits nothing.
+class EndDelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const pid_t pid = StartWriter(dir_, /*steps=*/2, 0ms);
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  // Dates the end marker `offset` from now.
+  void DateMarker(std::chrono::seconds offset) {
+    struct timespec now;
+    ASSERT_EQ(clock_gettime(CLOCK_REALTIME, &now), 0);
+    now.tv_sec += offset.count();
+    const struct timespec times[2] = {now, now};
+    ASSERT_EQ(utimensat(AT_FDCWD, marker_.c_str(), times, 0), 0) << marker_;
+  }
+  // Opens the trial and reads it to its end; the seconds that took.
+  std::unique_ptr<Trial> ReadToEnd(std::chrono::milliseconds end_delay, double* seconds) {
+    TrialOptions o;
+    o.end_delay = end_delay;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto t = Trial::Open(dir_, o);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (!t.ok()) return nullptr;
+    EXPECT_TRUE((*t)->Refresh().ok());
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE((*t)->loaded_all_steps());
+    return std::move(*t);
+  }
+
+  TempDir tmp_;
+  const std::string dir_ = tmp_.path() + "/trial";
+  const std::string marker_ = dir_ + "/" + std::string(trial_format::kEndOfJobFile);
+};
+
+TEST_F(EndDelayTest, AnOldEndMarkerIsNotWaitedFor) {
+  DateMarker(-7200s);
+  double seconds = 0;
+  // Five minutes from the marker's writing ran out long ago (waiting them fails the test).
+  auto t = ReadToEnd(std::chrono::minutes(5), &seconds);
+  ASSERT_NE(t, nullptr);
+  EXPECT_LT(seconds, 200.0);
+  EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1}));
+}
+
+TEST_F(EndDelayTest, AFreshEndMarkerIsWaitedFor) {
+  DateMarker(0s);
+  double seconds = 0;
+  auto t = ReadToEnd(500ms, &seconds);
+  ASSERT_NE(t, nullptr);
+  // Written just now (file times are a few ms coarse): most of the delay is still waited.
+  EXPECT_GE(seconds, 0.35);
+}
+
+TEST_F(EndDelayTest, AMarkerFromTheFutureGetsTheWholeDelay) {
+  DateMarker(3600s);  // the writer's clock is ahead of the reader's
+  double seconds = 0;
+  auto t = ReadToEnd(300ms, &seconds);
+  ASSERT_NE(t, nullptr);
+  EXPECT_GE(seconds, 0.29);
+}
+
+TEST_F(EndDelayTest, AStepLandingDuringTheDelayIsRead) {
+  DateMarker(0s);
+  // Another worker publishes step 2 just after the first one's end marker.
+  std::thread other([this] {
+    std::this_thread::sleep_for(50ms);
+    WriterOptions o;
+    o.quiet = true;
+    o.worker = "worker_1";
+    o.write_end_marker = false;
+    auto w = TrialWriter::Open(dir_, o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    auto a = Pattern(2, kElems, 0);
+    auto b = Pattern(2, kElems, 0.5f);
+    ASSERT_TRUE((*w)->BeginStep(2, Mode::kTrain, 2).ok());
+    ASSERT_TRUE((*w)->AddTensor("a", testing::FloatView(a)).ok());
+    ASSERT_TRUE((*w)->AddTensor("b", testing::FloatView(b)).ok());
+    ASSERT_TRUE((*w)->EndStep().ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  });
+  double seconds = 0;
+  auto t = ReadToEnd(3000ms, &seconds);
+  other.join();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1, 2}));
+  CheckStep(*t, 2);
 }
 
 }  // namespace

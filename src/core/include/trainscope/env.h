@@ -92,6 +92,12 @@ class Env {
   virtual bool FileExists(const std::string& path) = 0;
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  // When the file was last written, in microseconds since the epoch (the clock of NowMicros();
+  // a file system on another machine has that machine's clock). NotSupported where unknown.
+  virtual Result<uint64_t> GetModificationMicros(const std::string& path) {
+    (void)path;
+    return Status::NotSupported("this Env does not keep modification times");
+  }
   // fsync of a folder, so a rename inside it is durable. No-op where meaningless.
   virtual Status SyncDir(const std::string& dir) = 0;
   // Creates `path` exclusively (O_CREAT|O_EXCL); AlreadyExists is reported as kAborted.
@@ -133,6 +139,7 @@ class FaultInjectionEnv : public Env {
   bool FileExists(const std::string& path) override;
   bool IsDirectory(const std::string& path) override;
   Result<uint64_t> GetFileSize(const std::string& path) override;
+  Result<uint64_t> GetModificationMicros(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
   Status CreateExclusive(const std::string& path) override;
   Status LinkFile(const std::string& from, const std::string& to) override;

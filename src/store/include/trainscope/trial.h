@@ -83,8 +83,10 @@ struct TrialOptions {
   int64_t incomplete_step_window = 1000;
   // Minimum time between two automatic refreshes (0 = refresh on every query).
   std::chrono::milliseconds refresh_interval{0};
-  // After the end marker is seen: wait this long and refresh once more before declaring all
-  // steps loaded (smdebug's SMDEBUG_TRAINING_END_DELAY_REFRESH, 1 s there).
+  // After the end marker is seen: refresh once more this long after it was written before
+  // declaring all steps loaded (smdebug's SMDEBUG_TRAINING_END_DELAY_REFRESH, 1 s there, which
+  // smdebug waits from the moment it sees the marker: opening a finished trial waits nothing
+  // here).
   std::chrono::milliseconds end_delay{100};
   bool use_inotify = true;
   // Verify the payload CRC32C of every value read when the index has one.
@@ -159,7 +161,8 @@ class Trial {
   std::string name() const;  // basename of the path
 
   // Reads index files not read yet. Cheap when nothing changed. Once the end marker is seen it
-  // waits end_delay, reads once more and sets loaded_all_steps (smdebug's final refresh).
+  // waits until end_delay has passed since the marker was written, reads once more and sets
+  // loaded_all_steps (smdebug's final refresh).
   // A damaged index file is reported once (Corruption naming it; "N more failed" counts the
   // others) and then skipped for good; every readable file is still loaded. Queries that
   // refresh implicitly ignore such errors (they answer with what could be read).
