@@ -147,7 +147,9 @@ std::chrono::microseconds Trial::Impl::EndDelayLeft() {
   // the file's time; where either is unknown, or the marker seems to come from the future (the
   // clocks of two machines), the whole delay.
   auto written = env_->GetModificationMicros(JoinPath(path_, trial_format::kEndOfJobFile));
-  if (!written.ok()) return delay;
+  // A time in whole seconds may be a file system that keeps no fraction (FAT, some network
+  // ones), up to seconds early: it cannot date the marker closely enough.
+  if (!written.ok() || *written % 1000000 == 0) return delay;
   const uint64_t now = env_->NowMicros();
   if (now < *written) return delay;
   const uint64_t age = now - *written;

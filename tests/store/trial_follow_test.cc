@@ -198,11 +198,12 @@ class EndDelayTest : public ::testing::Test {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
-  // Dates the end marker `offset` from now.
-  void DateMarker(std::chrono::seconds offset) {
+  // Dates the end marker `offset` from now (in whole seconds if `whole`).
+  void DateMarker(std::chrono::seconds offset, bool whole = false) {
     struct timespec now;
     ASSERT_EQ(clock_gettime(CLOCK_REALTIME, &now), 0);
     now.tv_sec += offset.count();
+    if (whole) now.tv_nsec = 0;
     const struct timespec times[2] = {now, now};
     ASSERT_EQ(utimensat(AT_FDCWD, marker_.c_str(), times, 0), 0) << marker_;
   }
@@ -250,6 +251,15 @@ TEST_F(EndDelayTest, AMarkerFromTheFutureGetsTheWholeDelay) {
   auto t = ReadToEnd(300ms, &seconds);
   ASSERT_NE(t, nullptr);
   EXPECT_GE(seconds, 0.29);
+}
+
+TEST_F(EndDelayTest, AMarkerDatedInWholeSecondsGetsTheWholeDelay) {
+  // A file system without fractions of a second may date a marker seconds early.
+  DateMarker(-30s, /*whole=*/true);
+  double seconds = 0;
+  auto t = ReadToEnd(1000ms, &seconds);
+  ASSERT_NE(t, nullptr);
+  EXPECT_GE(seconds, 0.95);
 }
 
 TEST_F(EndDelayTest, AStepLandingDuringTheDelayIsRead) {
