@@ -176,6 +176,16 @@ Result<int> OpenRegularForRead(const std::string& path, uint64_t* size = nullptr
   return fd;
 }
 
+// stat(2) of `path`: NotFound naming it when it does not exist.
+Result<struct stat> Stat(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound("no such file: " + path);
+    return Status::FromErrno("stat", path, errno);
+  }
+  return st;
+}
+
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
@@ -310,21 +320,14 @@ class PosixEnv final : public Env {
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
   Result<uint64_t> GetFileSize(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
-      return Status::FromErrno("stat", path, errno);
-    }
+    TS_ASSIGN_OR_RETURN(struct stat st, Stat(path));
     return static_cast<uint64_t>(st.st_size);
   }
   Result<uint64_t> GetModificationMicros(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT) return Status::NotFound("no such file: " + path);
-      return Status::FromErrno("stat", path, errno);
-    }
-    if (st.st_mtim.tv_sec < 0)
+    TS_ASSIGN_OR_RETURN(struct stat st, Stat(path));
+    if (st.st_mtim.tv_sec < 0) {
       return Status::NotSupported("modification time before 1970: " + path);
+    }
     return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000u +
            static_cast<uint64_t>(st.st_mtim.tv_nsec) / 1000u;
   }
