@@ -60,6 +60,11 @@ struct StepEntries {
   }
 };
 
+// How much of `delay` is still to wait, at `now`, after an end marker written at `written`
+// (microseconds since the epoch; an error when unknown). Trial::Impl::EndDelayLeft.
+std::chrono::microseconds EndDelayLeft(std::chrono::microseconds delay,
+                                       const Result<uint64_t>& written, uint64_t now);
+
 class Trial::Impl {
  public:
   Impl(Env* env, std::string path, TrialOptions options, std::vector<std::string> workers,

@@ -139,22 +139,25 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
   return first_error;
 }
 
-std::chrono::microseconds Trial::Impl::EndDelayLeft() {
-  const std::chrono::microseconds delay = options_.end_delay;
+std::chrono::microseconds EndDelayLeft(std::chrono::microseconds delay,
+                                       const Result<uint64_t>& written, uint64_t now) {
   if (delay.count() <= 0) return std::chrono::microseconds(0);
-  // A marker written end_delay ago or longer (a finished trial opened later, or the summary
-  // after the training exited) needs no wait. Its age is judged by the Env's clock against
-  // the file's time; where either is unknown, or the marker seems to come from the future (the
-  // clocks of two machines), the whole delay.
-  auto written = env_->GetModificationMicros(JoinPath(path_, trial_format::kEndOfJobFile));
-  // A time in whole seconds may be a file system that keeps no fraction (FAT, some network
-  // ones), up to seconds early: it cannot date the marker closely enough.
-  if (!written.ok() || *written % 1000000 == 0) return delay;
-  const uint64_t now = env_->NowMicros();
-  if (now < *written) return delay;
+  // A marker written `delay` ago or longer (a finished trial opened later, or the summary after
+  // the training exited) needs no wait. Where its time is unknown, or it seems to come from the
+  // future (the clocks of two machines), the whole delay. A time in whole seconds may be a file
+  // system that keeps no fraction (FAT, some network ones), up to seconds early: it cannot date
+  // the marker closely enough.
+  if (!written.ok() || *written % 1000000 == 0 || now < *written) return delay;
   const uint64_t age = now - *written;
   if (age >= static_cast<uint64_t>(delay.count())) return std::chrono::microseconds(0);
   return delay - std::chrono::microseconds(static_cast<int64_t>(age));
+}
+
+std::chrono::microseconds Trial::Impl::EndDelayLeft() {
+  if (options_.end_delay.count() <= 0) return std::chrono::microseconds(0);
+  return trainscope::EndDelayLeft(
+      options_.end_delay, env_->GetModificationMicros(JoinPath(path_, trial_format::kEndOfJobFile)),
+      env_->NowMicros());
 }
 
 Status Trial::Impl::RefreshLocked(std::vector<FoundIndexFile>* found_in, bool have_notifier,

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/trial_impl.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
@@ -198,25 +199,22 @@ class EndDelayTest : public ::testing::Test {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
-  // Dates the end marker `offset` from now (in whole seconds if `whole`).
-  void DateMarker(std::chrono::seconds offset, bool whole = false) {
+  // Dates the end marker `offset` from now.
+  void DateMarker(std::chrono::seconds offset) {
     struct timespec now;
     ASSERT_EQ(clock_gettime(CLOCK_REALTIME, &now), 0);
     now.tv_sec += offset.count();
-    if (whole) now.tv_nsec = 0;
     const struct timespec times[2] = {now, now};
     ASSERT_EQ(utimensat(AT_FDCWD, marker_.c_str(), times, 0), 0) << marker_;
   }
-  // Opens the trial and reads it to its end; the seconds that took.
-  std::unique_ptr<Trial> ReadToEnd(std::chrono::milliseconds end_delay, double* seconds) {
+  // Opens the trial and reads it to its end.
+  std::unique_ptr<Trial> ReadToEnd(std::chrono::milliseconds end_delay) {
     TrialOptions o;
     o.end_delay = end_delay;
-    const auto t0 = std::chrono::steady_clock::now();
     auto t = Trial::Open(dir_, o);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     if (!t.ok()) return nullptr;
     EXPECT_TRUE((*t)->Refresh().ok());
-    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_TRUE((*t)->loaded_all_steps());
     return std::move(*t);
   }
@@ -226,40 +224,49 @@ class EndDelayTest : public ::testing::Test {
   const std::string marker_ = dir_ + "/" + std::string(trial_format::kEndOfJobFile);
 };
 
-TEST_F(EndDelayTest, AnOldEndMarkerIsNotWaitedFor) {
+TEST_F(EndDelayTest, AnOldEndMarkerIsReadAtOnce) {
   DateMarker(-7200s);
-  double seconds = 0;
-  // Five minutes from the marker's writing ran out long ago (waiting them fails the test).
-  auto t = ReadToEnd(std::chrono::minutes(5), &seconds);
+  // Five minutes from the marker's writing ran out long ago (waiting them times the test out).
+  auto t = ReadToEnd(std::chrono::minutes(5));
   ASSERT_NE(t, nullptr);
-  EXPECT_LT(seconds, 200.0);
   EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1}));
 }
 
-TEST_F(EndDelayTest, AFreshEndMarkerIsWaitedFor) {
-  DateMarker(0s);
-  double seconds = 0;
-  auto t = ReadToEnd(500ms, &seconds);
-  ASSERT_NE(t, nullptr);
-  // Written just now (file times are a few ms coarse): most of the delay is still waited.
-  EXPECT_GE(seconds, 0.35);
+// What is left to wait, by the marker's time (microseconds since the epoch).
+TEST(EndDelayLeftTest, TheMarkersAgeIsDeducted) {
+  using Us = std::chrono::microseconds;
+  constexpr uint64_t kWritten = 1'700'000'000'123'456;  // not in whole seconds
+  const Us delay(100'000);
+  EXPECT_EQ(EndDelayLeft(delay, kWritten, kWritten), delay);                // just written
+  EXPECT_EQ(EndDelayLeft(delay, kWritten, kWritten + 30'000), Us(70'000));  // 30 ms ago
+  EXPECT_EQ(EndDelayLeft(delay, kWritten, kWritten + 100'000), Us(0));      // delay ago
+  EXPECT_EQ(EndDelayLeft(delay, kWritten, kWritten + 7'200'000'000), Us(0));
+  EXPECT_EQ(EndDelayLeft(Us(0), kWritten, kWritten), Us(0));  // no delay asked
 }
 
-TEST_F(EndDelayTest, AMarkerFromTheFutureGetsTheWholeDelay) {
-  DateMarker(3600s);  // the writer's clock is ahead of the reader's
-  double seconds = 0;
-  auto t = ReadToEnd(300ms, &seconds);
-  ASSERT_NE(t, nullptr);
-  EXPECT_GE(seconds, 0.29);
+TEST(EndDelayLeftTest, AnUndatableMarkerGetsTheWholeDelay) {
+  using Us = std::chrono::microseconds;
+  constexpr uint64_t kWritten = 1'700'000'000'123'456;
+  const Us delay(100'000);
+  // From the reader's future (two machines' clocks).
+  EXPECT_EQ(EndDelayLeft(delay, kWritten + 3'600'000'000, kWritten), delay);
+  // In whole seconds: a file system without fractions may date it seconds early.
+  EXPECT_EQ(EndDelayLeft(delay, uint64_t{1'700'000'000'000'000}, uint64_t{1'700'000'030'000'000}),
+            delay);
+  // No time from the storage.
+  EXPECT_EQ(EndDelayLeft(delay, Status::NotSupported("no times"), kWritten), delay);
 }
 
-TEST_F(EndDelayTest, AMarkerDatedInWholeSecondsGetsTheWholeDelay) {
-  // A file system without fractions of a second may date a marker seconds early.
-  DateMarker(-30s, /*whole=*/true);
-  double seconds = 0;
-  auto t = ReadToEnd(1000ms, &seconds);
-  ASSERT_NE(t, nullptr);
-  EXPECT_GE(seconds, 0.95);
+TEST_F(EndDelayTest, PosixDatesTheMarkerToTheMicrosecond) {
+  // The time the reader judges is the one written on the file (utimensat here).
+  DateMarker(-7200s);
+  auto written = Env::Default()->GetModificationMicros(marker_);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  const uint64_t now = Env::Default()->NowMicros();
+  EXPECT_GE(now - *written, uint64_t{7'199'000'000});
+  EXPECT_LE(now - *written, uint64_t{7'260'000'000});
+  EXPECT_EQ(Env::Default()->GetModificationMicros(dir_ + "/nothing").status().code(),
+            StatusCode::kNotFound);
 }
 
 TEST_F(EndDelayTest, AStepLandingDuringTheDelayIsRead) {
@@ -281,8 +288,7 @@ TEST_F(EndDelayTest, AStepLandingDuringTheDelayIsRead) {
     ASSERT_TRUE((*w)->EndStep().ok());
     ASSERT_TRUE((*w)->Close().ok());
   });
-  double seconds = 0;
-  auto t = ReadToEnd(3000ms, &seconds);
+  auto t = ReadToEnd(3000ms);
   other.join();
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->Steps(), (std::vector<int64_t>{0, 1, 2}));
