@@ -47,5 +47,7 @@ void RegisterRules(pybind11::module_& m);
 void RegisterProfiler(pybind11::module_& m);
 // The automatic mode's callbacks in C (auto_forward_pre_hook...): python/src/auto_gate.cc.
 void RegisterAutoGate(pybind11::module_& m);
+// A forward pre-hook in front of a module's call (pre_call): python/src/pre_call.cc.
+void RegisterPreCall(pybind11::module_& m);
 
 }  // namespace trainscope::python

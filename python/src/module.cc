@@ -37,4 +37,5 @@ PYBIND11_MODULE(_core, m) {
   trainscope::python::RegisterRules(m);
   trainscope::python::RegisterProfiler(m);
   trainscope::python::RegisterAutoGate(m);
+  trainscope::python::RegisterPreCall(m);
 }

@@ -10,7 +10,7 @@
 // sets it to the compiled `_call_impl`), and this function, set there, calls
 // `prehook(module, args)` and then `_call_impl(module, *args, **kwargs)`, which runs the
 // module's own hooks, if any, as before. Module.__getstate__ drops the attribute, so a copy or a
-// pickle of the module is not hooked. trainscope/pytorch/_pre_call.py decides when it is used.
+// pickle of the module is not hooked. trainscope/_pre_call.py decides when it is used.
 #include <pybind11/pybind11.h>
 
 #include <vector>
@@ -25,9 +25,9 @@ namespace {
 constexpr const char* kPreCallCapsule = "trainscope._core.pre_call";
 
 struct PreCall {
-  PyObject* prehook = nullptr;    // prehook(module, args) -> None (or new args, as PyTorch's)
+  PyObject* prehook = nullptr;     // prehook(module, args) -> None (or new args, as PyTorch's)
   PyObject* module_ref = nullptr;  // a weak reference: the module holds this function
-  PyObject* call_impl = nullptr;  // nn.Module._call_impl
+  PyObject* call_impl = nullptr;   // nn.Module._call_impl
 };
 
 void DestroyPreCall(PyObject* capsule) {
@@ -146,7 +146,7 @@ void RegisterPreCall(py::module_& m) {
       py::arg("prehook"), py::arg("module_ref"), py::arg("call_impl"),
       "A C function f(*args, **kwargs) that calls prehook(module, args), then "
       "call_impl(module, *args, **kwargs) (module = module_ref(), a weak reference): a "
-      "module's forward pre-hook for its _compiled_call_impl (trainscope/pytorch/_pre_call.py).");
+      "module's forward pre-hook for its _compiled_call_impl (trainscope/_pre_call.py).");
 }
 
 }  // namespace trainscope::python

@@ -1,6 +1,7 @@
 #include "trainscope/collection.h"
 
 #include <algorithm>
+#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "trainscope/name_regex.h"
@@ -49,7 +50,41 @@ Collection::Collection(std::string name) : name_(std::move(name)) {
 }
 Collection::~Collection() = default;
 Collection::Collection(const Collection&) = default;
-Collection& Collection::operator=(const Collection&) = default;
+Collection& Collection::operator=(const Collection& other) {
+  if (this == &other) return *this;
+  const uint64_t version = version_;
+  name_ = other.name_;
+  include_regex_ = other.include_regex_;
+  compiled_ = other.compiled_;
+  tensor_names_ = other.tensor_names_;
+  reduction_config_ = other.reduction_config_;
+  save_config_ = other.save_config_;
+  save_histogram_ = other.save_histogram_;
+  min_save_period_ms_ = other.min_save_period_ms_;
+  version_ = std::max(version, other.version_);
+  Changed();
+  return *this;
+}
+
+namespace {
+
+std::atomic<uint64_t> g_mutations{0};
+
+}  // namespace
+
+void Collection::Changed() {
+  ++version_;
+  g_mutations.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t CollectionManager::MutationCount() {
+  return g_mutations.load(std::memory_order_relaxed);
+}
+
+void CollectionManager::StructureChanged() {
+  ++structure_version_;
+  g_mutations.fetch_add(1, std::memory_order_relaxed);
+}
 
 namespace {
 
@@ -71,7 +106,7 @@ Status Collection::Include(std::string regex) {
   next->list.push_back(std::move(re));
   compiled_ = std::move(next);
   include_regex_.push_back(std::move(regex));
-  ++version_;
+  Changed();
   return Status::OK();
 }
 
@@ -83,40 +118,40 @@ Status Collection::SetIncludeRegex(std::vector<std::string> regexes) {
   }
   compiled_ = std::move(next);
   include_regex_ = std::move(regexes);
-  ++version_;
+  Changed();
   return Status::OK();
 }
 
 void Collection::AddTensorName(std::string name) {
-  if (tensor_names_.insert(std::move(name)).second) ++version_;
+  if (tensor_names_.insert(std::move(name)).second) Changed();
 }
 
 void Collection::RemoveTensorName(const std::string& name) {
-  if (tensor_names_.erase(name) > 0) ++version_;
+  if (tensor_names_.erase(name) > 0) Changed();
 }
 
 void Collection::SetTensorNames(std::set<std::string> names) {
   tensor_names_ = std::move(names);
-  ++version_;
+  Changed();
 }
 
 Status Collection::set_reduction_config(std::optional<ReductionConfig> c) {
   if (c) TS_RETURN_IF_ERROR(c->Validate("collection '" + name_ + "': reduction_config"));
   reduction_config_ = std::move(c);
-  ++version_;
+  Changed();
   return Status::OK();
 }
 
 Status Collection::set_save_config(std::optional<SaveConfig> c) {
   if (c) TS_RETURN_IF_ERROR(c->Validate("collection '" + name_ + "': save_config"));
   save_config_ = std::move(c);
-  ++version_;
+  Changed();
   return Status::OK();
 }
 
 void Collection::set_save_histogram(bool v) {
   save_histogram_ = v;
-  ++version_;
+  Changed();
 }
 
 Status Collection::set_min_save_period_ms(int64_t ms) {
@@ -125,7 +160,7 @@ Status Collection::set_min_save_period_ms(int64_t ms) {
                                    std::to_string(ms) + "; it must be >= 0 (0: off)");
   }
   min_save_period_ms_ = ms;
-  ++version_;
+  Changed();
   return Status::OK();
 }
 
@@ -166,12 +201,12 @@ std::shared_ptr<Collection> CollectionManager::Get(std::string_view name) const 
 std::shared_ptr<Collection> CollectionManager::GetOrCreate(std::string_view name) {
   if (auto c = Get(name)) return c;
   collections_.push_back(std::make_shared<Collection>(std::string(name)));
-  ++structure_version_;
+  StructureChanged();
   return collections_.back();
 }
 
 void CollectionManager::Add(std::shared_ptr<Collection> c) {
-  ++structure_version_;
+  StructureChanged();
   for (auto& existing : collections_) {
     if (existing->name() == c->name()) {
       existing = std::move(c);
@@ -185,12 +220,12 @@ void CollectionManager::SetParameterTrainable(const std::string& name, bool trai
   auto [it, added] = parameters_.try_emplace(name, trainable);
   if (!added && it->second == trainable) return;
   it->second = trainable;
-  ++structure_version_;
+  StructureChanged();
 }
 
 void CollectionManager::SetModuleOrder(std::vector<ModuleInfo> modules) {
   modules_ = std::move(modules);
-  ++structure_version_;
+  StructureChanged();
 }
 
 uint64_t CollectionManager::version() const {

@@ -24,6 +24,19 @@ class Hook::Impl {
   capture::Planner planner;
   bool prepared = false;
   uint64_t prepared_version = 0;
+  // The configuration changed since Prepare() (a collection of it did). Reads the collections
+  // only when some collection of the process changed since the last look
+  // (CollectionManager::MutationCount): a quiet step boundary touches none of them.
+  uint64_t seen_mutations = 0;
+  bool mutations_seen = false;
+  bool CollectionsChanged() {
+    const uint64_t m = CollectionManager::MutationCount();    // before version(): a change
+    if (mutations_seen && m == seen_mutations) return false;  // after it is seen next time
+    if (prepared_version != config.collections.version()) return true;
+    seen_mutations = m;
+    mutations_seen = true;
+    return false;
+  }
   std::string tensorboard_dir;  // empty: no TensorBoard export
   std::string worker;
   int rank = 0, world_size = 1;
@@ -386,7 +399,7 @@ bool Hook::Step() {
   }
   EndStep();
   if (d.saved_any_step && !d.collections_exported) d.Note(d.ExportCollections(), "(collections)");
-  if (!d.prepared || d.prepared_version != d.config.collections.version()) {
+  if (!d.prepared || d.CollectionsChanged()) {
     Status s = Prepare();
     if (!s.ok()) {
       d.Note(s, "(configuration)");

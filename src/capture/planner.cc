@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 namespace trainscope::capture {
@@ -113,6 +114,7 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
   stretches_ = std::any_of(saved_.begin(), saved_.end(),
                            [](const auto& c) { return c->min_save_period_ms() > 0; });
   cache_.clear();
+  quiet_ = {};
   return Status::OK();
 }
 
@@ -143,7 +145,51 @@ bool Planner::KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) c
   return mode_step % StretchedInterval(m->save_interval, step_us, period_ms * 1000) == 0;
 }
 
-uint64_t Planner::DueMask(Mode mode, int64_t mode_step) const {
+namespace {
+
+// The first multiple of k (>= 1) at or after x (>= 0); INT64_MAX if it does not fit.
+int64_t FirstMultipleAtOrAfter(int64_t x, int64_t k) {
+  const int64_t r = x % k;
+  if (r == 0) return x;
+  const int64_t add = k - r;
+  return x > std::numeric_limits<int64_t>::max() - add ? std::numeric_limits<int64_t>::max()
+                                                       : x + add;
+}
+
+}  // namespace
+
+int64_t Planner::NextDue(Mode mode, int64_t from) const {
+  int64_t best = std::numeric_limits<int64_t>::max();
+  const bool eval_like = mode == Mode::kEval || mode == Mode::kPredict;
+  const int64_t step_us = step_micros(mode);
+  for (const auto& cp : saved_) {
+    const Collection& c = *cp;
+    if (eval_like && IsTrainOnlyCollection(c.name())) continue;
+    if (!c.save_config()) continue;
+    const auto& m = c.save_config()->mode(mode);
+    if (!m) continue;
+    for (int64_t s : m->save_steps) {
+      if (s >= from) best = std::min(best, s);
+    }
+    const int64_t interval = std::max<int64_t>(m->save_interval, 1);
+    const int64_t first = std::max(from, m->start_step);
+    int64_t next = FirstMultipleAtOrAfter(first, interval);
+    const int64_t period_ms = c.min_save_period_ms();
+    if (stretches_ && period_ms > 0 && step_us > 0 && next >= kThinFromStep) {
+      // From kThinFromStep on, only multiples of the stretched interval (a multiple of
+      // interval) are kept.
+      const int64_t stretched = StretchedInterval(interval, step_us, period_ms * 1000);
+      next = FirstMultipleAtOrAfter(std::max(first, kThinFromStep), stretched);
+    }
+    if (m->end_step && next >= *m->end_step) continue;
+    best = std::min(best, next);
+  }
+  return best;
+}
+
+uint64_t Planner::DueMask(Mode mode, int64_t mode_step) {
+  QuietSpan& quiet = quiet_[static_cast<size_t>(mode) - 1];
+  if (mode_step >= quiet.from && mode_step < quiet.until) return 0;
   uint64_t due = 0;
   const bool eval_like = mode == Mode::kEval || mode == Mode::kPredict;
   for (size_t i = 0; i < saved_.size(); ++i) {
@@ -154,6 +200,7 @@ uint64_t Planner::DueMask(Mode mode, int64_t mode_step) const {
       due |= uint64_t{1} << i;
     }
   }
+  if (due == 0) quiet = {mode_step, NextDue(mode, mode_step + 1)};
   return due;
 }
 

@@ -60,11 +60,15 @@ class Planner {
   };
   const std::vector<Skipped>& skipped() const { return skipped_; }
 
-  uint64_t DueMask(Mode mode, int64_t mode_step) const;
+  uint64_t DueMask(Mode mode, int64_t mode_step);
   // True when a saved collection has min_save_period_ms > 0 (the hook then measures steps).
   bool stretches() const { return stretches_; }
   // The median time of a step of `mode`, as the hook measured it (0: not known yet).
-  void SetStepMicros(Mode mode, int64_t us) { step_us_[static_cast<size_t>(mode) - 1] = us; }
+  void SetStepMicros(Mode mode, int64_t us) {
+    const size_t m = static_cast<size_t>(mode) - 1;
+    if (step_us_[m] != us) quiet_[m] = {};  // the stretched schedule changed
+    step_us_[m] = us;
+  }
   int64_t step_micros(Mode mode) const { return step_us_[static_cast<size_t>(mode) - 1]; }
   const TensorPlan& Plan(std::string_view name, uint64_t due);
   // The plan of `name` at a step with `due` collections, as if it also belonged to `extra`
@@ -99,6 +103,20 @@ class Planner {
   // False when collection `c`, due by its save config at `mode_step`, is left out by the
   // stretched interval (Short steps).
   bool KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) const;
+  // The first mode step at or after `from` at which a saved collection may be due (its
+  // save_steps, its interval from start_step, stretched as KeptByStretch would at the current
+  // step time, before its end_step); INT64_MAX if none.
+  int64_t NextDue(Mode mode, int64_t from) const;
+
+  // Per mode, the mode steps [from, until) at which nothing is due: a quiet step's DueMask
+  // reads this and nothing of the collections (on a training of short steps, reading each
+  // collection's schedule every step costs more than the rest of the step boundary: cold
+  // memory). Cleared by Prepare and when the mode's step time changes.
+  struct QuietSpan {
+    int64_t from = 0;
+    int64_t until = 0;
+  };
+  std::array<QuietSpan, 4> quiet_{};
 
   std::vector<std::shared_ptr<Collection>> saved_;
   std::vector<Skipped> skipped_;

@@ -3,6 +3,7 @@
 // save_steps and collections without the key are saved as configured.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "capture/planner.h"
@@ -110,6 +111,120 @@ TEST(ShortStepsTest, TheKeyIsParsedAndANegativePeriodRefused) {
                                  "test");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("min_save_period_ms"), std::string::npos);
+}
+
+// A planner's DueMask remembers the steps ahead at which nothing is due (a quiet step reads no
+// collection); over random schedules (intervals, start and end steps, save_steps, stretched
+// periods whose step time changes, a train-only collection, TRAIN and EVAL steps), a planner
+// asked at every step must give the masks of one asked afresh at each step.
+TEST(ShortStepsTest, TheQuietStepsAPlannerRemembersAreTheOnesItWouldCompute) {
+  std::mt19937 rng(20261127);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int64_t masks_checked = 0;
+  int64_t nonzero = 0;
+  for (int round = 0; round < 60; ++round) {
+    CollectionManager collections;
+    HookConfig config;
+    config.include_collections = std::vector<std::string>{};
+    const int n = static_cast<int>(pick(1, 4));
+    for (int i = 0; i < n; ++i) {
+      // "gradients" is train-only: EVAL steps skip it.
+      const std::string name = i == 0 && pick(0, 1) == 1 ? "gradients" : "c" + std::to_string(i);
+      auto c = collections.GetOrCreate(name);
+      ASSERT_TRUE(c->Include(".*").ok());
+      SaveConfig sc;
+      for (Mode m : {Mode::kTrain, Mode::kEval}) {
+        if (pick(0, 5) == 0) continue;  // unset: the hook's default (every 500th) is merged in
+        SaveConfigMode sm;
+        sm.save_interval = std::vector<int64_t>{1, 1, 2, 3, 7, 10, 50, 1000}[pick(0, 7)];
+        sm.start_step = pick(0, 3) == 0 ? pick(0, 300) : 0;
+        if (pick(0, 3) == 0) sm.end_step = pick(0, 600);
+        for (int k = static_cast<int>(pick(0, 3)); k > 0; --k)
+          sm.save_steps.push_back(pick(0, 700));
+        sc.set_mode(m, sm);
+      }
+      ASSERT_TRUE(c->set_save_config(sc).ok());
+      if (pick(0, 1) == 1) {
+        ASSERT_TRUE(c->set_min_save_period_ms(pick(1, 80)).ok());
+      }
+      config.include_collections->push_back(name);
+    }
+    capture::Planner cached;
+    capture::Planner fresh;
+    ASSERT_TRUE(cached.Prepare(collections, config, false).ok());
+    int64_t steps[2] = {0, 0};  // TRAIN, EVAL
+    for (int i = 0; i < 1200; ++i) {
+      const Mode mode = pick(0, 9) == 0 ? Mode::kEval : Mode::kTrain;
+      int64_t& step = steps[mode == Mode::kEval ? 1 : 0];
+      if (pick(0, 99) == 0) {  // the hook measured the mode's steps again
+        const int64_t us = std::vector<int64_t>{0, 300, 1'000, 20'000, 100'000}[pick(0, 4)];
+        cached.SetStepMicros(mode, us);
+        fresh.SetStepMicros(mode, us);
+      }
+      ASSERT_TRUE(fresh.Prepare(collections, config, false).ok());  // forgets what it knew
+      const uint64_t want = fresh.DueMask(mode, step);
+      ASSERT_EQ(cached.DueMask(mode, step), want)
+          << "round " << round << ", mode " << ModeName(mode) << " step " << step;
+      ++masks_checked;
+      nonzero += want != 0 ? 1 : 0;
+      ++step;
+    }
+  }
+  EXPECT_EQ(masks_checked, 60 * 1200);
+  EXPECT_GT(nonzero, masks_checked / 20);  // the schedules were not all quiet
+  EXPECT_LT(nonzero, masks_checked / 2);   // nor all busy
+}
+
+// The hook looks at its collections at a step boundary only when some collection changed
+// (CollectionManager::MutationCount): every change is one, and a change between steps is
+// planned for at the next step.
+TEST(ShortStepsTest, EveryCollectionChangeMovesTheMutationCount) {
+  CollectionManager m;
+  uint64_t last = CollectionManager::MutationCount();
+  auto moved = [&] {
+    const uint64_t now = CollectionManager::MutationCount();
+    const bool changed = now != last;
+    last = now;
+    return changed;
+  };
+  auto c = m.GetOrCreate("c");
+  EXPECT_TRUE(moved());
+  EXPECT_FALSE(moved());
+  ASSERT_TRUE(c->Include("a").ok());
+  EXPECT_TRUE(moved());
+  c->AddTensorName("t");
+  EXPECT_TRUE(moved());
+  c->AddTensorName("t");  // already there: no change
+  EXPECT_FALSE(moved());
+  c->set_save_histogram(false);
+  EXPECT_TRUE(moved());
+  ASSERT_TRUE(c->set_save_config(SaveConfig(SaveConfigMode{})).ok());
+  EXPECT_TRUE(moved());
+  Collection other("c");
+  const uint64_t v = m.version();
+  *c = other;  // assigned: a change even where the two versions are the same
+  EXPECT_TRUE(moved());
+  EXPECT_NE(m.version(), v);
+  m.SetParameterTrainable("w", true);
+  EXPECT_TRUE(moved());
+  m.SetModuleOrder({});
+  EXPECT_TRUE(moved());
+}
+
+TEST(ShortStepsTest, ACollectionChangedBetweenStepsIsSavedFromTheNextStep) {
+  ClockEnv env;
+  auto hook = Hook::Create(ConfigFrom(R"({"LocalPath": "/trial", "CollectionConfigurations": [
+      {"CollectionName": "losses", "CollectionParameters": {"save_interval": "100"}}]})",
+                                      &env));
+  ASSERT_TRUE(hook.ok()) << hook.status().ToString();
+  Hook& h = **hook;
+  EXPECT_EQ(SavingSteps(&h, &env, 10, 1'000), std::vector<int64_t>({0}));
+  SaveConfigMode every;
+  every.save_interval = 1;
+  ASSERT_TRUE(h.collections().Get("losses")->set_save_config(SaveConfig(every)).ok());
+  EXPECT_EQ(SavingSteps(&h, &env, 3, 1'000), std::vector<int64_t>({10, 11, 12}));
 }
 
 }  // namespace

@@ -428,7 +428,7 @@ def test_a_loss_module_graph_is_not_kept_past_its_backward(tmp_path):
     # closure many times, and a node kept past its backward kept what the LSTMCell's backward
     # nodes hold of that evaluation: about 50 MB more at each of the 24 evaluations here (245 MB
     # each in time_sequence_prediction).
-    cfg, out = _config(tmp_path, collections=("losses",))
+    cfg, out = _config(tmp_path, collections=("weights", "losses"))
     script = tmp_path / "lbfgs_memory.py"
     script.write_text(_LBFGS_MEMORY)
     r = _auto([str(script)], _env(cfg))
@@ -438,3 +438,41 @@ def test_a_loss_module_graph_is_not_kept_past_its_backward(tmp_path):
     assert evaluations >= 12, line
     assert growth < 200, line  # MB over the evaluations after the first (490 when kept)
     assert "MSELoss_output_0" in _trial(out).tensor_names()
+
+
+_COMPILED_LATE = """
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_fn = nn.MSELoss()
+for i in range(8):
+    if i == 3:
+        model.compile(backend="eager")  # replaces the call the step boundary sat in front of
+    opt.zero_grad()
+    loss_fn(model(torch.randn(8, 4)), torch.randn(8, 2)).backward()
+    opt.step()
+from trainscope import _pre_call
+print("IN_FRONT", _pre_call.in_front(model), model._compiled_call_impl is not None)
+"""
+
+
+def test_a_model_compiled_mid_training_keeps_its_steps(tmp_path):
+    # The automatic mode's step boundary sits in front of the model's call (_pre_call.py);
+    # module.compile() replaces it, and the steps go on.
+    from trainscope import modes
+
+    cfg, out = _config(tmp_path, collections=("weights", "losses"))
+    script = tmp_path / "late.py"
+    script.write_text(_COMPILED_LATE)
+    p = _auto([str(script)], _env(cfg))
+    assert p.returncode == 0, p.stderr
+    assert "IN_FRONT False True" in p.stdout, p.stdout
+    t = _trial(out)
+    assert t.steps(mode=modes.TRAIN) == list(range(8))
+    assert t.tensor("Sequential_0.weight").steps(mode=modes.TRAIN) == list(range(8))
+    # The loss module is found at the end of the first step (its output from step 1 on). Step
+    # 3's forward ran compiled, without the boundary: its backward made it (after the loss, so
+    # that loss went to step 2) and moved it to a forward pre-hook, which makes the later ones.
+    assert t.tensor("MSELoss_output_0").steps(mode=modes.TRAIN) == [1, 2, 4, 5, 6, 7]

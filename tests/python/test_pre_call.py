@@ -1,4 +1,4 @@
-"""The step boundary in front of a registered model's call (trainscope/pytorch/_pre_call.py,
+"""The step boundary in front of a registered model's call (trainscope/_pre_call.py,
 python/src/pre_call.cc): the same calls, arguments, results and steps as a forward pre-hook, off
 PyTorch's slow call path, with a forward pre-hook wherever it could not be the same."""
 
@@ -11,7 +11,7 @@ from torch import nn
 
 import trainscope.pytorch as ts
 from trainscope.exceptions import TrainingStopped
-from trainscope.pytorch import _pre_call
+from trainscope import _pre_call
 
 
 class Adder(nn.Module):

@@ -30,6 +30,7 @@ def _no_trainscope_hooks(module):
             for fn in d.values():
                 assert not getattr(fn, "__module__", "").startswith("trainscope"), (m, fn)
         assert not [k for k in vars(m) if k.startswith("_ts_") or k == "__getstate__"], vars(m)
+        assert m._compiled_call_impl is None, m  # the step boundary in front of the call
 
 
 def test_checkpoint_mid_training_and_load_in_a_fresh_process(tmp_path):
@@ -65,6 +66,7 @@ def test_checkpoint_mid_training_and_load_in_a_fresh_process(tmp_path):
         "assert 'trainscope' not in sys.modules, 'loading the checkpoint imported trainscope'\n"
         "assert not any(m._forward_hooks for m in m.modules())\n"
         "assert not any(m._forward_pre_hooks for m in m.modules())\n"
+        "assert all(m._compiled_call_impl is None for m in m.modules())\n"
         "print(float(m[0].weight.sum()), tuple(m(torch.zeros(1, 4)).shape))\n"
     )
     p = subprocess.run([sys.executable, "-c", probe, str(ckpt)], env=_env(),
@@ -117,7 +119,7 @@ def test_deepcopy_and_pickle_give_unhooked_copies(tmp_path):
     assert trial.tensor("relu_output_0").steps() == [0, 1]
     assert ts.create_trial(str(tmp_path / "t2")).tensor("Net_fc1.weight").steps() == [0]
     # The original still pickles after the copies were made (nothing was removed from it).
-    assert model._forward_pre_hooks
+    assert model._compiled_call_impl is not None  # the step boundary, in front of its call
     pickle.dumps(model)
 
 

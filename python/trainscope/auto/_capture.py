@@ -47,6 +47,7 @@ from torch.optim import optimizer as _optim
 
 from .. import modes as _modes
 from .._closures import closure_of, with_closure
+from .. import _pre_call
 from . import _discover
 
 _session = None
@@ -135,6 +136,7 @@ class AutoSession:
         self._cycle = None  # id() of the optimizers of one training step, once known
         self._stepped = set()
         self._pending = False
+        self._pre_calls = []  # _pre_call.Handle in front of a model's call
         self._eval = False
         self._grad_names = {}  # id(parameter) -> its gradient's tensor name (made once)
         self._loss_modules = weakref.WeakSet()
@@ -449,6 +451,14 @@ class AutoSession:
     # ---- steps -------------------------------------------------------------------------------
 
     def _train_activity(self, module=None):
+        if self._pending and module is None:
+            # A training step whose forward made no boundary: a model compiled since it was
+            # hooked has lost the one in front of its call; a forward pre-hook makes it from the
+            # next step on (this step's boundary comes here, after its forward).
+            for h in self._pre_calls:
+                if not h.check():
+                    self._pre_calls = [x for x in self._pre_calls if x.in_front]
+                    break
         if self._eval:
             self.hook.set_mode(_modes.ModeKeys.TRAIN)
             self._eval = False
@@ -624,4 +634,9 @@ class AutoSession:
         for name, p in hook._params[before:]:
             self._grad_names[id(p)] = hook._names.gradient(name)
         self.roots.append(root)
-        root.register_forward_pre_hook(self._forward_pre)
+        # In front of the model's call (trainscope/_pre_call.py: no PyTorch slow call path). A
+        # model compiled after this (module.compile()) loses it: the next backward makes that
+        # step's boundary (_train_activity) and moves it to a forward pre-hook.
+        handle = _pre_call.attach(root, self._forward_pre)
+        if handle.in_front:
+            self._pre_calls.append(handle)

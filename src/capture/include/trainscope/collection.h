@@ -106,6 +106,8 @@ class Collection {
 
  private:
   struct Regexes;
+  void Changed();  // ++version_, and CollectionManager::MutationCount() changes
+
   std::string name_;
   std::vector<std::string> include_regex_;
   std::shared_ptr<const Regexes> compiled_;  // immutable, shared between copies
@@ -137,8 +139,12 @@ class CollectionManager {
   // In creation order.
   const std::vector<std::shared_ptr<Collection>>& collections() const { return collections_; }
 
-  // Changes when a collection is added or any collection changes.
+  // Changes when a collection is added or any collection changes. Reads every collection.
   uint64_t version() const;
+  // Changes whenever any collection or any manager of the process changes (a relaxed atomic
+  // counter): while it stays the same, every version() stays the same, so a caller that checks
+  // version() every step reads this instead (the hook's step boundary).
+  static uint64_t MutationCount();
 
   // The model's parameters as the hook registered them (by their tensor names): trainable
   // (requires_grad) or frozen. Written as the collections file's _meta.parameters
@@ -161,6 +167,7 @@ class CollectionManager {
   std::map<std::string, bool> parameters_;  // tensor name -> trainable
   std::vector<ModuleInfo> modules_;         // forward order
   uint64_t structure_version_ = 0;
+  void StructureChanged();  // ++structure_version_, and MutationCount() changes
 };
 
 }  // namespace trainscope

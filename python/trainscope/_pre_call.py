@@ -22,7 +22,7 @@ import weakref
 
 import torch
 
-from .._native import load as _load_core
+from ._native import load as _load_core
 
 _Module = torch.nn.Module
 _ATTR = "_compiled_call_impl"
