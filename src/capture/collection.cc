@@ -77,9 +77,7 @@ void Collection::Changed() {
   g_mutations.fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t CollectionManager::MutationCount() {
-  return g_mutations.load(std::memory_order_relaxed);
-}
+uint64_t CollectionManager::MutationCount() { return g_mutations.load(std::memory_order_relaxed); }
 
 void CollectionManager::StructureChanged() {
   ++structure_version_;
