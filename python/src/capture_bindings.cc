@@ -216,7 +216,7 @@ class PyHook {
     if (!saving && hook.StopRequested()) return kBoundaryStopped;
     int flags = saving ? kBoundarySaving : 0;
     if (timeline_ != nullptr &&
-        timeline_->Begin(t_us, hook.mode(), hook.mode_step(), hook.step())) {
+        timeline_->Begin(t_us, hook.mode(), hook.mode_step(), hook.step(), saving)) {
       flags |= kBoundaryPhases;
     }
     return flags;

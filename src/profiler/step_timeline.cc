@@ -25,7 +25,8 @@ std::string_view StepTimeline::PhaseName(Mode mode) {
   return "Step:ModeKeys.GLOBAL";
 }
 
-bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step) {
+bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step,
+                         bool saved) {
   EndStep(t_us);
   if (batch_.size() >= kBatchSpans ||
       (!batch_.empty() && (t_us < batch_t0_us_ || t_us - batch_t0_us_ >= kBatchMicros))) {
@@ -36,6 +37,7 @@ bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t gl
   mode_ = mode;
   mode_step_ = mode_step;
   global_step_ = global_step;
+  saved_ = saved;
   if (period_us_ == 0) {
     phases_on_ = true;
   } else {
@@ -59,7 +61,7 @@ void StepTimeline::EndStep(uint64_t t_us) {
   const uint64_t dur = t_us > t0_us_ ? t_us - t0_us_ : 0;
   const Span span{mode_, t0_us_, dur, mode_step_};
   if (batch_.empty()) batch_t0_us_ = t0_us_;
-  batch_.push_back(Batched{span, global_step_, phases_on_});
+  batch_.push_back(Batched{span, global_step_, phases_on_, saved_});
   if (keep_ == 0) return;
   if (kept_.size() == keep_) kept_.pop_front();
   kept_.push_back(span);
@@ -75,6 +77,7 @@ void StepTimeline::Flush() {
     args.emplace_back("pid", pid_);
     args.emplace_back("global_step", b.global_step);
     if (!b.phases) args.emplace_back("phases", false);
+    if (b.saved) args.emplace_back("saved", true);
     const std::string_view phase = PhaseName(b.span.mode);
     writer_->Record(phase, phase, b.span.start_us, b.span.dur_us, std::move(args));
   }

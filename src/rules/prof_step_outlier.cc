@@ -11,6 +11,11 @@
 // once that sample has arrived (a sample without the metric: counted); a trial without system
 // samples on the outlier's node counts it kNoSystemDataUs of data time later, one whose samples
 // stopped kStaleSystemDataUs later, or at the end.
+//
+// Steps in which trainscope's hook saved tensors (their span has "saved": true) are left out:
+// their extra time is the capture's (bench/run_cost.py measures it), and on this project's VM a
+// few of the first 200 steps, which all save, stalled 2-5 ms on the file system and fired the
+// rule on a healthy MLP.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -84,6 +89,10 @@ class StepOutlier : public ProfilerRule {
 
   void OnFramework(const TimelineEvent& e, Verdict* v) override {
     if (!IsStepEvent(e)) return;
+    // A step in which the debugger saved tensors ("saved": true, docs/formats/
+    // framework_profiling.md) is partly trainscope's time (copies, new files; on a slow file
+    // system a stall): it is not the training's, and neither in the statistics nor an outlier.
+    if (const std::string* saved = e.Arg("saved"); saved != nullptr && *saved == "true") return;
     const std::string& mode = params().String("mode");
     if (!mode.empty() && e.phase.find(mode) == std::string::npos) return;
     const std::string key = e.node_id + "/" + e.phase;

@@ -74,6 +74,20 @@ TEST(StepTimelineTest, EachBoundaryEndsTheStepInProgressAsASpanWithSmdebugsArgs)
   EXPECT_EQ(t.kept()[2].dur_us, 200u);
 }
 
+TEST(StepTimelineTest, AStepThatSavedTensorsSaysSo) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 1, 0, 0);
+  t.Begin(kT0 + 100, Mode::kTrain, 0, 0, /*saved=*/true);
+  t.Begin(kT0 + 200, Mode::kTrain, 1, 1);
+  t.Begin(kT0 + 300, Mode::kTrain, 2, 2, true);
+  t.End(kT0 + 400);
+  const std::vector<json> e = f.Events();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0]["args"]["saved"], true);  // StepOutlier leaves such steps out
+  EXPECT_FALSE(e[1]["args"].contains("saved"));
+  EXPECT_EQ(e[2]["args"]["saved"], true);
+}
+
 TEST(StepTimelineTest, PhasesAtMostOncePerPeriodAndStepsWithoutThemSaySo) {
   Fixture f;
   StepTimeline t(f.writer.get(), 1, /*phase_period_us=*/1000, 100);

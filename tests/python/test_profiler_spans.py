@@ -218,3 +218,12 @@ def test_phase_callbacks_come_and_go_with_the_steps_that_record_phases(tmp_path)
         assert sorted(step_of(e) for e in spans) == sorted(step_of(s) for s in phased), phase
         for e in spans:
             assert any(inside(e, s) for s in phased), (phase, e)
+
+
+def test_the_steps_the_hook_saved_in_say_so(events):
+    # The hook's default schedule saves step 0 of each mode (every 500th): those step events
+    # carry "saved": true (StepOutlier leaves them out: their extra time is the capture's).
+    for phase in ("Step:ModeKeys.TRAIN", "Step:ModeKeys.EVAL"):
+        steps = by_phase(events, phase)
+        assert [step_of(e) for e in steps if e["args"].get("saved") is True] == [0], phase
+        assert all("saved" not in e["args"] for e in steps if step_of(e) != 0), phase

@@ -66,6 +66,7 @@ struct SimSpan {
   int64_t start_us, dur_us;
   int64_t step = -1;
   bool phases_dropped = false;  // a step span with "phases": false (PhaseMinIntervalInMilliseconds)
+  bool saved = false;           // a step span with "saved": true (the debugger saved tensors)
   int64_t end() const { return start_us + dur_us; }
 };
 
@@ -142,13 +143,18 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       // Forward/Backward spans on every k-th step only, the others marked "phases": false, as
       // the hook records them with PhaseMinIntervalInMilliseconds.
       const int64_t phases_every = st.value("phases_every", int64_t{1});
+      // Steps that saved tensors (their span marked "saved": true, as the hook marks them):
+      // every saved_every-th (0: none), and the stalled ones when stalls_saved.
+      const int64_t saved_every = st.value("saved_every", int64_t{0});
+      const bool stalls_saved = st.value("stalls_saved", false);
       std::normal_distribution<double> noise(0.0, 1.0);
       int64_t t = t0;
       while (true) {
         int64_t d = ms;
         if (jitter > 0)
           d = std::max<int64_t>(1, static_cast<int64_t>(ms * (1 + jitter * noise(rng))));
-        if (every > 0 && step % every == every - 1) d += stall_us;
+        const bool stalled = every > 0 && step % every == every - 1;
+        if (stalled) d += stall_us;
         if (t + data_us + loop_us + d > t0 + dur_us) break;
         for (int w = 0; w < workers; ++w) {
           spans->push_back(
@@ -158,7 +164,9 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
           spans->push_back({"DataLoaderIter", "DataLoaderIter::GetNext", t, data_us, step});
         t += data_us;
         const bool phased = step % phases_every == 0;
-        spans->push_back({phase, "Step", t, loop_us + d, step, !phased});
+        const bool saved =
+            (saved_every > 0 && step % saved_every == 0) || (stalls_saved && stalled);
+        spans->push_back({phase, "Step", t, loop_us + d, step, !phased, saved});
         if (phased) {
           spans->push_back({"Forward", "forward", t + loop_us, d / 3, step});
           spans->push_back(
@@ -269,6 +277,7 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
       TimelineArgs args;
       if (s.step >= 0) args.push_back(TimelineArg("step_num", std::to_string(s.step)));
       if (s.phases_dropped) args.push_back(TimelineArg("phases", false));
+      if (s.saved) args.push_back(TimelineArg("saved", true));
       (*tw)->Record(s.phase, s.name, static_cast<uint64_t>(s.start_us),
                     static_cast<uint64_t>(s.dur_us), std::move(args));
     }

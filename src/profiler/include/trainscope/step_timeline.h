@@ -5,8 +5,9 @@
 // The step boundary is a training's hottest trainscope callback when its steps are short (an
 // MLP's 0.3 ms step): Begin() ends the step in progress (a complete event of phase
 // "Step:ModeKeys.<MODE>", named as its phase, with args step_num (the mode step, a string, as
-// smdebug writes it), pid, global_step, and "phases": false when the step's Forward, Backward and
-// Optimizer spans were left out), starts the next, and says whether the next one records its
+// smdebug writes it), pid, global_step, "phases": false when the step's Forward, Backward and
+// Optimizer spans were left out, and "saved": true when the debugger saved tensors in the step:
+// its time is partly trainscope's), starts the next, and says whether the next one records its
 // phases. The Python hook calls it through one binding together with Hook::Step().
 //
 // Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, and
@@ -51,8 +52,8 @@ class StepTimeline {
   // A step boundary at t_us: the step in progress (if any) ends at t_us and is recorded; the
   // step (mode, mode_step, global_step) begins. Returns whether it records its phases: true
   // when the period is 0, or when at least the period has passed since the beginning of the
-  // last step that recorded them.
-  bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step);
+  // last step that recorded them. `saved`: the step begun saves tensors (its span says so).
+  bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step, bool saved = false);
   // Ends the step in progress at t_us (a mode change, the end of profiling; no-op without one)
   // and hands the writer every span not handed yet.
   void End(uint64_t t_us);
@@ -85,11 +86,13 @@ class StepTimeline {
   Mode mode_ = Mode::kGlobal;
   int64_t mode_step_ = -1;
   int64_t global_step_ = -1;
+  bool saved_ = false;  // the step in progress saves tensors
   std::deque<Span> kept_;
   struct Batched {
     Span span;
     int64_t global_step;
     bool phases;
+    bool saved;
   };
   std::vector<Batched> batch_;
   uint64_t batch_t0_us_ = 0;  // start of the first span in batch_
