@@ -92,13 +92,21 @@ TEST(ShortStepsTest, LongStepsKeepTheConfiguredSchedule) {
   EXPECT_EQ(saving.size(), 300u);
 }
 
+// A hook saving the losses every `interval` steps, without min_save_period_ms.
+std::unique_ptr<Hook> LossesEvery(int interval, ClockEnv* env) {
+  auto hook = Hook::Create(ConfigFrom(R"({"LocalPath": "/trial", "CollectionConfigurations": [
+      {"CollectionName": "losses", "CollectionParameters": {"save_interval": ")" +
+                                          std::to_string(interval) + R"("}}]})",
+                                      env));
+  EXPECT_TRUE(hook.ok()) << hook.status().ToString();
+  return hook.ok() ? std::move(hook).value() : nullptr;
+}
+
 TEST(ShortStepsTest, WithoutTheKeyEveryStepIsSaved) {
   ClockEnv env;
-  auto hook = Hook::Create(ConfigFrom(R"({"LocalPath": "/trial", "CollectionConfigurations": [
-      {"CollectionName": "losses", "CollectionParameters": {"save_interval": "1"}}]})",
-                                      &env));
-  ASSERT_TRUE(hook.ok()) << hook.status().ToString();
-  EXPECT_EQ(SavingSteps(hook->get(), &env, 400, 1'000).size(), 400u);
+  auto hook = LossesEvery(1, &env);
+  ASSERT_NE(hook, nullptr);
+  EXPECT_EQ(SavingSteps(hook.get(), &env, 400, 1'000).size(), 400u);
 }
 
 TEST(ShortStepsTest, TheKeyIsParsedAndANegativePeriodRefused) {
@@ -215,11 +223,9 @@ TEST(ShortStepsTest, EveryCollectionChangeMovesTheMutationCount) {
 
 TEST(ShortStepsTest, ACollectionChangedBetweenStepsIsSavedFromTheNextStep) {
   ClockEnv env;
-  auto hook = Hook::Create(ConfigFrom(R"({"LocalPath": "/trial", "CollectionConfigurations": [
-      {"CollectionName": "losses", "CollectionParameters": {"save_interval": "100"}}]})",
-                                      &env));
-  ASSERT_TRUE(hook.ok()) << hook.status().ToString();
-  Hook& h = **hook;
+  auto hook = LossesEvery(100, &env);
+  ASSERT_NE(hook, nullptr);
+  Hook& h = *hook;
   EXPECT_EQ(SavingSteps(&h, &env, 10, 1'000), std::vector<int64_t>({0}));
   SaveConfigMode every;
   every.save_interval = 1;

@@ -56,6 +56,14 @@ def _trial(path):
     return create_trial(str(path))
 
 
+def _auto_script(tmp_path, text, collections):
+    """Runs the script `text` in the automatic mode with `collections`; (the run, the trial)."""
+    cfg, out = _config(tmp_path, collections=collections)
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    return _auto([str(script)], _env(cfg)), out
+
+
 def test_python_m_auto_captures_an_unmodified_loop(tmp_path):
     from trainscope import modes
 
@@ -366,10 +374,7 @@ def test_the_first_step_finds_optimizers_models_and_losses_in_one_scan(tmp_path)
     # gc.get_objects() walks every live object (hundreds of thousands once torch is imported):
     # the automatic mode's setup makes one walk for the optimizers, the models and the loss
     # modules, and still finds each.
-    cfg, out = _config(tmp_path, collections=("losses", "weights"))
-    script = tmp_path / "counted.py"
-    script.write_text(_COUNTED_SCANS)
-    r = _auto([str(script)], _env(cfg))
+    r, out = _auto_script(tmp_path, _COUNTED_SCANS, ("losses", "weights"))
     assert r.returncode == 0, r.stderr
     assert "SCANS 1" in r.stdout, r.stdout + r.stderr
     names = _trial(out).tensor_names()
@@ -463,10 +468,7 @@ def test_a_model_compiled_mid_training_keeps_its_steps(tmp_path):
     # module.compile() replaces it, and the steps go on.
     from trainscope import modes
 
-    cfg, out = _config(tmp_path, collections=("weights", "losses"))
-    script = tmp_path / "late.py"
-    script.write_text(_COMPILED_LATE)
-    p = _auto([str(script)], _env(cfg))
+    p, out = _auto_script(tmp_path, _COMPILED_LATE, ("weights", "losses"))
     assert p.returncode == 0, p.stderr
     assert "IN_FRONT False True" in p.stdout, p.stdout
     t = _trial(out)
