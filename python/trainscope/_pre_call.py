@@ -54,12 +54,21 @@ class Handle:
         return self._fn is not None
 
     def check(self):
-        """True if the pre-hook is still in place; else registers it as a forward pre-hook."""
+        """True if the pre-hook is still in place; else registers it as a forward pre-hook.
+        Not in place: the module's call was replaced (module.compile()), or its class was
+        (a wrapper that swaps it, such as FSDP2's fully_shard) for one with its own __call__ or
+        _call_impl, which would not call it, or call another _call_impl than the one it calls."""
         if self._fn is None:
             return True
         module = self._module()
-        if module is None or module.__dict__.get(_ATTR) is self._fn:
+        if module is None:
             return True
+        cls = type(module)
+        if (module.__dict__.get(_ATTR) is self._fn and cls.__call__ is _Module.__call__
+                and cls._call_impl is _Module._call_impl):
+            return True
+        if module.__dict__.get(_ATTR) is self._fn:
+            del module.__dict__[_ATTR]
         self._fn = None
         self._fallback = module.register_forward_pre_hook(self._prehook)
         return False

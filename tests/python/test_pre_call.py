@@ -147,3 +147,24 @@ def test_a_model_compiled_after_registering_keeps_its_steps_on_a_forward_pre_hoo
     # boundary, so steps 3 and 4 are one (7 steps, not 8; never a lost tensor).
     assert trial.steps() == [0, 2, 4, 6]
     assert trial.tensor("MSELoss_output_0").steps() == [0, 2, 4, 6]
+
+
+def test_a_module_whose_class_is_swapped_for_one_with_its_own_call_moves_to_a_pre_hook():
+    # As a wrapper that swaps the module's class (FSDP2's fully_shard) could: the function in
+    # front of the call would no longer be called, or would skip the new class's _call_impl.
+    class Wrapped(nn.Linear):
+        def _call_impl(self, *args, **kwargs):
+            self.wrapped_calls = getattr(self, "wrapped_calls", 0) + 1
+            return super()._call_impl(*args, **kwargs)
+
+        __call__ = _call_impl
+
+    m = nn.Linear(3, 2)
+    seen = []
+    h = _pre_call.attach(m, lambda mod, args: seen.append(mod))
+    assert h.check() and h.in_front
+    m.__class__ = Wrapped
+    assert not h.check() and not h.in_front
+    assert m._compiled_call_impl is None and len(m._forward_pre_hooks) == 1
+    m(torch.ones(1, 3))
+    assert seen == [m] and m.wrapped_calls == 1  # once: by its forward pre-hook now
