@@ -27,7 +27,7 @@ constexpr const char* kPreCallCapsule = "trainscope._core.pre_call";
 struct PreCall {
   PyObject* prehook = nullptr;     // prehook(module, args) -> None (or new args, as PyTorch's)
   PyObject* module_ref = nullptr;  // a weak reference: the module holds this function
-  PyObject* call_impl = nullptr;   // nn.Module._call_impl
+  PyObject* call_impl = nullptr;   // nn.Module._call_impl (if the class has none)
 };
 
 void DestroyPreCall(PyObject* capsule) {
@@ -49,6 +49,20 @@ PyObject* ModuleOf(const PreCall& c) {
     return nullptr;
   }
   return module;
+}
+
+// The _call_impl of the module's class (a new reference), or null with an error set: the one
+// given (nn.Module's) unless the class has its own (its class swapped since: the hook's check
+// moves the pre-hook at the next step; until then the module's own is called).
+PyObject* CallImplOf(const PreCall& c, PyObject* module) {
+  static PyObject* name = PyUnicode_InternFromString("_call_impl");
+  if (name == nullptr) return nullptr;
+  PyObject* f = PyObject_GetAttr(reinterpret_cast<PyObject*>(Py_TYPE(module)), name);
+  if (f == nullptr) {
+    PyErr_Clear();
+    return Py_NewRef(c.call_impl);
+  }
+  return f;
 }
 
 PyObject* CallPreCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -83,7 +97,11 @@ PyObject* CallPreCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
     }
     v[0] = module;
     for (Py_ssize_t i = 0; i < nargs + nkw; ++i) v[1 + i] = args[i];
-    out = PyObject_Vectorcall(c->call_impl, v, static_cast<size_t>(1 + nargs), kwnames);
+    PyObject* call_impl = CallImplOf(*c, module);
+    if (call_impl != nullptr) {
+      out = PyObject_Vectorcall(call_impl, v, static_cast<size_t>(1 + nargs), kwnames);
+      Py_DECREF(call_impl);
+    }
   } else {
     // A pre-hook that returns new inputs (PyTorch's rule: a tuple is the arguments, anything
     // else the single argument); trainscope's return None.
@@ -102,7 +120,11 @@ PyObject* CallPreCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
         for (Py_ssize_t i = 0; i < n; ++i) {
           PyTuple_SET_ITEM(call_args, i + 1, Py_NewRef(PyTuple_GET_ITEM(new_args, i)));
         }
-        out = PyObject_Call(c->call_impl, call_args, kwargs);
+        PyObject* call_impl = CallImplOf(*c, module);
+        if (call_impl != nullptr) {
+          out = PyObject_Call(call_impl, call_args, kwargs);
+          Py_DECREF(call_impl);
+        }
       }
     }
     Py_XDECREF(call_args);

@@ -168,3 +168,20 @@ def test_a_module_whose_class_is_swapped_for_one_with_its_own_call_moves_to_a_pr
     assert m._compiled_call_impl is None and len(m._forward_pre_hooks) == 1
     m(torch.ones(1, 3))
     assert seen == [m] and m.wrapped_calls == 1  # once: by its forward pre-hook now
+
+
+def test_until_the_check_a_swapped_class_with_its_own_call_impl_still_gets_it_called():
+    class OwnImpl(nn.Linear):
+        def _call_impl(self, *args, **kwargs):
+            self.own_calls = getattr(self, "own_calls", 0) + 1
+            return super()._call_impl(*args, **kwargs)
+
+    m = nn.Linear(3, 2)
+    seen = []
+    h = _pre_call.attach(m, lambda mod, args: seen.append(mod))
+    m.__class__ = OwnImpl
+    m(torch.ones(1, 3))  # the function in front calls the class's _call_impl, not nn.Module's
+    assert seen == [m] and m.own_calls == 1
+    assert not h.check()
+    m(torch.ones(1, 3))
+    assert seen == [m, m] and m.own_calls == 2  # by its forward pre-hook now, once
