@@ -28,11 +28,14 @@ _Module = torch.nn.Module
 _ATTR = "_compiled_call_impl"
 
 
+def _plain_call(cls):
+    """True if calling an instance of `cls` runs nn.Module's __call__ and _call_impl."""
+    return cls.__call__ is _Module.__call__ and cls._call_impl is _Module._call_impl
+
+
 def _usable(module):
-    cls = type(module)
     return (hasattr(_Module, _ATTR) and getattr(_Module, _ATTR) is None
-            and cls.__call__ is _Module.__call__ and cls._call_impl is _Module._call_impl
-            and module.__dict__.get(_ATTR) is None
+            and _plain_call(type(module)) and module.__dict__.get(_ATTR) is None
             and hasattr(_load_core(), "pre_call"))
 
 
@@ -63,11 +66,10 @@ class Handle:
         module = self._module()
         if module is None:
             return True
-        cls = type(module)
-        if (module.__dict__.get(_ATTR) is self._fn and cls.__call__ is _Module.__call__
-                and cls._call_impl is _Module._call_impl):
+        ours = module.__dict__.get(_ATTR) is self._fn
+        if ours and _plain_call(type(module)):
             return True
-        if module.__dict__.get(_ATTR) is self._fn:
+        if ours:
             del module.__dict__[_ATTR]
         self._fn = None
         self._fallback = module.register_forward_pre_hook(self._prehook)
@@ -81,6 +83,15 @@ class Handle:
         if self._fallback is not None:
             self._fallback.remove()
             self._fallback = None
+
+
+def check_all(handles):
+    """Handle.check() on each of `handles` (those in front of a call); the ones still in front
+    (the same list when all are: the per-step case builds nothing)."""
+    for h in handles:
+        if not h.check():
+            return [x for x in handles if x.check() and x.in_front]
+    return handles
 
 
 def attach(module, prehook):

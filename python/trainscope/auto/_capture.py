@@ -455,10 +455,7 @@ class AutoSession:
             # A training step whose forward made no boundary: a model compiled since it was
             # hooked has lost the one in front of its call; a forward pre-hook makes it from the
             # next step on (this step's boundary comes here, after its forward).
-            for h in self._pre_calls:
-                if not h.check():
-                    self._pre_calls = [x for x in self._pre_calls if x.in_front]
-                    break
+            self._pre_calls = _pre_call.check_all(self._pre_calls)
         if self._eval:
             self.hook.set_mode(_modes.ModeKeys.TRAIN)
             self._eval = False

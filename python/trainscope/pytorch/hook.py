@@ -361,10 +361,8 @@ class Hook:
         """A step given a closure, on a saving step: the closure wrapped so that each call of it
         is one evaluation (_closures.py). Also notices a registered model compiled with
         module.compile() since (its step boundary moves to a forward pre-hook: _pre_call.py)."""
-        for h in self._pre_calls:
-            if not h.check():  # moved to a forward pre-hook: no longer checked
-                self._pre_calls = [x for x in self._pre_calls if x.in_front]
-                break
+        if self._pre_calls:
+            self._pre_calls = _pre_call.check_all(self._pre_calls)
         if not self._saving:
             return None
         try:
