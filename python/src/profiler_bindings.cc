@@ -259,8 +259,9 @@ boundary itself. kept(): the newest `keep` spans as (phase, name, start_us, dur_
              return out;
            })
       .def("last", [](const StepTimeline& t) -> py::object {
-        if (t.kept().empty()) return py::none();
-        return SpanTuple(t.kept().back());
+        StepTimeline::Span s{};
+        if (!t.last_kept(&s)) return py::none();
+        return SpanTuple(s);
       });
 
   py::class_<SystemSampler>(m, "SystemSampler", R"doc(

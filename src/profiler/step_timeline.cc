@@ -9,7 +9,9 @@ namespace trainscope {
 
 StepTimeline::StepTimeline(TimelineWriter* writer, int64_t pid, uint64_t phase_period_us,
                            size_t keep)
-    : writer_(writer), pid_(pid), period_us_(phase_period_us), keep_(keep) {}
+    : writer_(writer), pid_(pid), period_us_(phase_period_us), keep_(keep) {
+  batch_.reserve(kBatchSpans);
+}
 
 std::string_view StepTimeline::PhaseName(Mode mode) {
   switch (mode) {
@@ -59,28 +61,39 @@ void StepTimeline::EndStep(uint64_t t_us) {
   if (!in_step_) return;
   in_step_ = false;
   const uint64_t dur = t_us > t0_us_ ? t_us - t0_us_ : 0;
-  const Span span{mode_, t0_us_, dur, mode_step_};
   if (batch_.empty()) batch_t0_us_ = t0_us_;
-  batch_.push_back(Batched{span, global_step_, phases_on_, saved_});
-  if (keep_ == 0) return;
-  if (kept_.size() == keep_) kept_.pop_front();
-  kept_.push_back(span);
+  batch_.push_back(TimelineStepSpan{PhaseName(mode_), t0_us_, dur, mode_step_, pid_, global_step_,
+                                    phases_on_, saved_});
+  if (keep_ != 0) Keep(Span{mode_, t0_us_, dur, mode_step_});
+}
+
+void StepTimeline::Keep(const Span& span) {
+  if (kept_count_ < keep_) {
+    if (kept_count_ == kept_blocks_.size() * kKeptBlock) {
+      kept_blocks_.push_back(std::make_unique_for_overwrite<Span[]>(kKeptBlock));
+    }
+    KeptAt(kept_count_++) = span;
+    return;
+  }
+  KeptAt(kept_head_) = span;  // the oldest gives way
+  kept_head_ = kept_head_ + 1 == keep_ ? 0 : kept_head_ + 1;
+}
+
+std::vector<StepTimeline::Span> StepTimeline::kept() const {
+  std::vector<Span> out;
+  out.reserve(kept_count_);
+  for (size_t i = 0; i < kept_count_; ++i) out.push_back(KeptAt((kept_head_ + i) % keep_));
+  return out;
+}
+
+bool StepTimeline::last_kept(Span* out) const {
+  if (kept_count_ == 0) return false;
+  *out = KeptAt((kept_head_ + kept_count_ - 1) % keep_);
+  return true;
 }
 
 void StepTimeline::Flush() {
-  for (const Batched& b : batch_) {
-    TimelineArgs args;
-    args.reserve(4);
-    if (b.span.step >= 0) {
-      args.emplace_back(std::string(profiler_format::kStepArg), std::to_string(b.span.step));
-    }
-    args.emplace_back("pid", pid_);
-    args.emplace_back("global_step", b.global_step);
-    if (!b.phases) args.emplace_back("phases", false);
-    if (b.saved) args.emplace_back("saved", true);
-    const std::string_view phase = PhaseName(b.span.mode);
-    writer_->Record(phase, phase, b.span.start_us, b.span.dur_us, std::move(args));
-  }
+  writer_->RecordSteps(batch_);
   batch_.clear();
 }
 

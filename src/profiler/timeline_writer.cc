@@ -1,6 +1,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -153,7 +154,7 @@ void TimelineWriter::Enqueue(char ph, std::string_view phase, std::string_view n
   }
   int64_t tid = CurrentTid();
   MutexLock lock(&buf_mu_);
-  if (closed_ || buffer_.size() >= options_.max_buffered_events) {
+  if (closed_ || buffer_.size() + steps_.size() >= options_.max_buffered_events) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -195,13 +196,47 @@ std::vector<std::string> TimelineWriter::finished_files() const {
   return file_->finished;
 }
 
+void TimelineWriter::RecordSteps(std::span<const TimelineStepSpan> spans) {
+  if (spans.empty()) return;
+  const auto n = static_cast<int64_t>(spans.size());
+  if (!healthy_.load(std::memory_order_relaxed)) {
+    dropped_.fetch_add(n, std::memory_order_relaxed);
+    return;
+  }
+  const int64_t tid = CurrentTid();
+  MutexLock lock(&buf_mu_);
+  const size_t held = buffer_.size() + steps_.size();
+  const size_t room =
+      closed_ || held >= options_.max_buffered_events ? 0 : options_.max_buffered_events - held;
+  const size_t kept = std::min(room, spans.size());
+  for (size_t i = 0; i < kept; ++i) steps_.push_back(PendingStep{spans[i], tid});
+  recorded_.fetch_add(static_cast<int64_t>(kept), std::memory_order_relaxed);
+  dropped_.fetch_add(n - static_cast<int64_t>(kept), std::memory_order_relaxed);
+}
+
 Status TimelineWriter::FlushImpl(bool finish_file) {
   std::vector<Pending> batch;
+  MutexLock lock(&file_mu_);  // before buf_mu_: steps_flushing_ is the flush's
   {
-    MutexLock lock(&buf_mu_);
+    MutexLock buf_lock(&buf_mu_);
     batch.swap(buffer_);
+    steps_flushing_.swap(steps_);  // steps_ keeps the capacity of the last flush's
   }
-  MutexLock lock(&file_mu_);
+  // RecordSteps' spans become events here, on the flushing thread.
+  batch.reserve(batch.size() + steps_flushing_.size());
+  for (const PendingStep& p : steps_flushing_) {
+    const TimelineStepSpan& s = p.span;
+    TimelineArgs args;
+    args.reserve(5);
+    if (s.step >= 0) args.emplace_back(std::string(pf::kStepArg), std::to_string(s.step));
+    args.emplace_back("pid", s.pid);
+    args.emplace_back("global_step", s.global_step);
+    if (!s.phases) args.emplace_back("phases", false);
+    if (s.saved) args.emplace_back("saved", true);
+    batch.push_back(Pending{'X', 0, std::string(s.phase), std::string(s.phase), s.start_us,
+                            s.dur_us, p.tid, std::move(args)});
+  }
+  steps_flushing_.clear();
   FileState& f = *file_;
   auto report_once = [&](const std::string& key, const Status& s) {
     if (f.first_error.ok()) f.first_error = s;

@@ -134,6 +134,35 @@ TEST(StepTimelineTest, KeepsOnlyTheNewestSpans) {
   EXPECT_EQ(f.Events().size(), 6u);  // all written
 }
 
+TEST(StepTimelineTest, KeepsTheNewestSpansAcrossBlocksOldestFirst) {
+  Fixture f;
+  constexpr size_t kKeep = StepTimeline::kKeptBlock + 3;  // a ring over two blocks
+  StepTimeline t(f.writer.get(), 1, 0, kKeep);
+  StepTimeline::Span last{};
+  EXPECT_FALSE(t.last_kept(&last));
+  const auto n = static_cast<int64_t>(2 * StepTimeline::kKeptBlock + 5);
+  for (int64_t i = 0; i <= n; ++i) {
+    t.Begin(kT0 + static_cast<uint64_t>(i) * 10, i % 3 == 0 ? Mode::kEval : Mode::kTrain, i, i);
+    if (i == 0) continue;
+    ASSERT_TRUE(t.last_kept(&last));
+    ASSERT_EQ(last.step, i - 1);
+    if (i == static_cast<int64_t>(StepTimeline::kKeptBlock)) {  // the first block full
+      const std::vector<StepTimeline::Span> k = t.kept();
+      ASSERT_EQ(k.size(), StepTimeline::kKeptBlock);
+      for (size_t j = 0; j < k.size(); ++j) ASSERT_EQ(k[j].step, static_cast<int64_t>(j));
+    }
+  }
+  const std::vector<StepTimeline::Span> k = t.kept();  // spans 0 .. n-1 ended; the newest kKeep
+  ASSERT_EQ(k.size(), kKeep);
+  for (size_t j = 0; j < k.size(); ++j) {
+    const int64_t step = n - static_cast<int64_t>(kKeep) + static_cast<int64_t>(j);
+    ASSERT_EQ(k[j].step, step) << j;
+    EXPECT_EQ(k[j].start_us, kT0 + static_cast<uint64_t>(step) * 10);
+    EXPECT_EQ(k[j].dur_us, 10u);
+    EXPECT_EQ(k[j].mode, step % 3 == 0 ? Mode::kEval : Mode::kTrain);
+  }
+}
+
 TEST(StepTimelineTest, SpansReachTheWriterInBatchesAndAllOfThemAtTheEnd) {
   Fixture f;
   {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "trainscope/metrics_reader.h"
@@ -224,6 +225,80 @@ TEST(TimelineWriterTest, ConcurrentRecordersLoseNothing) {
   // Record after Close is dropped, not written.
   (*w)->Record("late", "x", 1, 1);
   EXPECT_EQ((*w)->events_dropped(), 1);
+}
+
+TEST(TimelineWriterTest, RecordStepsWritesWhatRecordWouldWithTheRecordingThreadsTid) {
+  // The same spans through Record (from the test's thread) and RecordSteps (from another one,
+  // flushed on the test's thread): the same events, but for the tid of the recording thread.
+  const std::vector<TimelineStepSpan> spans = {
+      {"Step:ModeKeys.TRAIN", kT0 + 100, 400, 7, 4242, 7, true, false},
+      {"Step:ModeKeys.TRAIN", kT0 + 500, 300, 8, 4242, 8, false, true},
+      {"Step:ModeKeys.EVAL", kT0 + 800, 50, -1, 4242, 9, false, false}};
+  Fixture by_record, by_steps;
+  for (const TimelineStepSpan& s : spans) {
+    TimelineArgs args;
+    if (s.step >= 0) args.emplace_back("step_num", std::to_string(s.step));
+    args.emplace_back("pid", s.pid);
+    args.emplace_back("global_step", s.global_step);
+    if (!s.phases) args.emplace_back("phases", false);
+    if (s.saved) args.emplace_back("saved", true);
+    by_record.writer->Record(s.phase, s.phase, s.start_us, s.dur_us, std::move(args));
+  }
+  std::thread([&] { by_steps.writer->RecordSteps(spans); }).join();
+  EXPECT_EQ(by_steps.writer->events_recorded(), 3);
+  ASSERT_TRUE(by_record.writer->Close().ok());
+  ASSERT_TRUE(by_steps.writer->Close().ok());
+  EXPECT_EQ(by_steps.writer->events_written(), 3);
+  ASSERT_EQ(by_steps.writer->finished_files(), by_record.writer->finished_files());
+  json a = by_record.Parse(by_record.writer->finished_files()[0]);
+  json b = by_steps.Parse(by_steps.writer->finished_files()[0]);
+  ASSERT_EQ(a.size(), b.size());
+  std::set<int64_t> tids;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i]["ph"] == "X") {
+      EXPECT_NE(a[i]["tid"], b[i]["tid"]) << i;  // each recording thread's own
+      tids.insert(b[i]["tid"].get<int64_t>());
+      a[i].erase("tid");
+      b[i].erase("tid");
+    }
+    EXPECT_EQ(a[i], b[i]) << i;
+  }
+  EXPECT_EQ(tids.size(), 1u);
+  EXPECT_EQ(b[4]["args"]["step_num"], "7");
+  EXPECT_EQ(b.back()["args"]["phases"], false);
+  EXPECT_FALSE(b.back()["args"].contains("step_num"));
+}
+
+TEST(TimelineWriterTest, RecordStepsCountsTowardTheBufferLimitAndIsDroppedAfterClose) {
+  TimelineWriterOptions o;
+  o.max_buffered_events = 5;
+  Fixture f(o);
+  f.writer->Record("Forward", "a", kT0, 10);
+  f.writer->Record("Forward", "b", kT0 + 10, 10);
+  std::vector<TimelineStepSpan> spans;
+  for (int64_t i = 0; i < 4; ++i) {
+    spans.push_back(
+        {"Step:ModeKeys.TRAIN", kT0 + 100 * static_cast<uint64_t>(i), 100, i, 1, i, true, false});
+  }
+  f.writer->RecordSteps(spans);  // room for 3
+  EXPECT_EQ(f.writer->events_recorded(), 5);
+  EXPECT_EQ(f.writer->events_dropped(), 1);
+  f.writer->Record("Forward", "c", kT0 + 20, 10);  // full
+  EXPECT_EQ(f.writer->events_dropped(), 2);
+  ASSERT_TRUE(f.writer->Flush().ok());
+  f.writer->RecordSteps(spans);  // the flush made room again, and the buffer is reused
+  EXPECT_EQ(f.writer->events_recorded(), 9);
+  ASSERT_TRUE(f.writer->Close().ok());
+  EXPECT_EQ(f.writer->events_written(), 9);
+  f.writer->RecordSteps(spans);
+  EXPECT_EQ(f.writer->events_dropped(), 2 + 4);
+  TimelineReader reader(f.env, "/trial");
+  auto events = reader.GetEvents(0, kTimeMax);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 9u);
+  int steps = 0;
+  for (const TimelineEvent& e : *events) steps += e.phase == "Step:ModeKeys.TRAIN";
+  EXPECT_EQ(steps, 7);
 }
 
 TEST(TimelineWriterTest, IoFailuresAreReportedOnceEventsDroppedThenRecordingStops) {

@@ -11,18 +11,21 @@
 // phases. The Python hook calls it through one binding together with Hook::Step().
 //
 // Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, and
-// at End(); the owner calls End() or Flush() before destroying it): one step then costs a POD
-// appended to a vector, and the writer's lock, the events' strings and their args are made
-// together, with warm caches. The timeline's files close every RotateFileCloseIntervalInSeconds (1
-// s or more) anyway, so readers see the spans no later. The newest `keep` spans are also kept in
-// memory (hook.get_profiler_data()).
+// at End(); the owner calls End() or Flush() before destroying it) through
+// TimelineWriter::RecordSteps: one step costs a POD appended to a vector that never reallocates,
+// one batch a lock and a copy of PODs; the events' strings are made by the writer's thread. The
+// timeline's files close every RotateFileCloseIntervalInSeconds (1 s or more) anyway, so readers
+// see the spans no later. The newest `keep` spans are also kept in memory
+// (hook.get_profiler_data()), in blocks of kKeptBlock spans allocated as the spans come and never
+// freed before the timeline: the training's heap gets no small block from a step boundary that
+// outlives the step (each would sit between the blocks of the training's own tensors).
 //
 // Thread safety: none (the training thread's); the writer it records into is thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +44,7 @@ class StepTimeline {
   };
   static constexpr size_t kBatchSpans = 64;
   static constexpr uint64_t kBatchMicros = 100000;
+  static constexpr size_t kKeptBlock = 4096;  // 128 KiB: glibc's malloc maps it outside the heap
 
   // `writer` (not null) is not owned and must outlive this object (a closed writer drops what it
   // gets). phase_period_us: PhaseMinIntervalInMilliseconds in microseconds (0: every step records
@@ -66,13 +70,20 @@ class StepTimeline {
   // The mode step of the step in progress; -1 between steps (before the first, after End()).
   int64_t mode_step() const { return in_step_ ? mode_step_ : -1; }
   // The newest spans recorded (at most `keep`), oldest first.
-  const std::deque<Span>& kept() const { return kept_; }
+  std::vector<Span> kept() const;
+  // The newest span recorded; false if none is kept (keep 0, or none recorded yet).
+  bool last_kept(Span* out) const;
 
   // "Step:ModeKeys.TRAIN" ... "Step:ModeKeys.GLOBAL".
   static std::string_view PhaseName(Mode mode);
 
  private:
   void EndStep(uint64_t t_us);  // the step in progress into the batch (and kept)
+  void Keep(const Span& span);
+  Span& KeptAt(size_t slot) { return kept_blocks_[slot / kKeptBlock][slot % kKeptBlock]; }
+  const Span& KeptAt(size_t slot) const {
+    return kept_blocks_[slot / kKeptBlock][slot % kKeptBlock];
+  }
 
   TimelineWriter* writer_;
   int64_t pid_;
@@ -87,15 +98,13 @@ class StepTimeline {
   int64_t mode_step_ = -1;
   int64_t global_step_ = -1;
   bool saved_ = false;  // the step in progress saves tensors
-  std::deque<Span> kept_;
-  struct Batched {
-    Span span;
-    int64_t global_step;
-    bool phases;
-    bool saved;
-  };
-  std::vector<Batched> batch_;
-  uint64_t batch_t0_us_ = 0;  // start of the first span in batch_
+  // The kept spans: a ring of keep_ slots over blocks; kept_count_ spans, the oldest at slot
+  // kept_head_ once the ring is full (slot 0 before).
+  std::vector<std::unique_ptr<Span[]>> kept_blocks_;
+  size_t kept_count_ = 0;
+  size_t kept_head_ = 0;
+  std::vector<TimelineStepSpan> batch_;  // reserved kBatchSpans
+  uint64_t batch_t0_us_ = 0;             // start of the first span in batch_
 };
 
 }  // namespace trainscope
