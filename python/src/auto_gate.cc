@@ -16,6 +16,8 @@
 // (AutoSession._gates).
 #include <pybind11/pybind11.h>
 
+#include <unordered_map>
+
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -360,6 +362,33 @@ PyMethodDef backward_def = {
     METH_FASTCALL | METH_KEYWORDS,
     "torch.autograd.backward, watched by trainscope's automatic mode (trainscope.auto)."};
 
+// The objects of the list `objects` whose type is a subclass of `kind` (issubclass, so a
+// __subclasscheck__ is honoured), each type asked once: the automatic mode's scan of the
+// garbage collector's objects (a few hundred thousand once torch is imported), at C speed.
+py::list InstancesOf(const py::list& objects, const py::object& kind) {
+  std::unordered_map<PyTypeObject*, bool> is_kind;
+  PyTypeObject* last = nullptr;  // objects of one type often come together
+  bool last_is = false;
+  py::list out;
+  const Py_ssize_t n = PyList_GET_SIZE(objects.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* o = PyList_GET_ITEM(objects.ptr(), i);
+    PyTypeObject* t = Py_TYPE(o);
+    if (t != last) {
+      auto it = is_kind.find(t);
+      if (it == is_kind.end()) {
+        const int r = PyObject_IsSubclass(reinterpret_cast<PyObject*>(t), kind.ptr());
+        if (r < 0) throw py::error_already_set();
+        it = is_kind.emplace(t, r == 1).first;
+      }
+      last = t;
+      last_is = it->second;
+    }
+    if (last_is) out.append(o);
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterAutoGate(py::module_& m) {
@@ -406,6 +435,8 @@ void RegisterAutoGate(py::module_& m) {
       "An AutoSession's global optimizer step post-hook, in C, once the optimizers of a "
       "training step are known (session._cycle): notes the step, and when all have stepped "
       "sets session._pending; slow(optimizer, args, kwargs) before.");
+  m.def("instances_of", &InstancesOf, py::arg("objects"), py::arg("kind"),
+        "[o for o in objects if issubclass(type(o), kind)], each type asked once.");
   m.def(
       "auto_backward",
       [](const py::object& session, const py::object& original, const py::object& slow) {

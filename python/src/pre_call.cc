@@ -13,6 +13,7 @@
 // pickle of the module is not hooked. trainscope/_pre_call.py decides when it is used.
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "bindings.h"
@@ -28,6 +29,8 @@ struct PreCall {
   PyObject* prehook = nullptr;     // prehook(module, args) -> None (or new args, as PyTorch's)
   PyObject* module_ref = nullptr;  // a weak reference: the module holds this function
   PyObject* call_impl = nullptr;   // nn.Module._call_impl (if the class has none)
+  uint64_t calls = 0;              // calls of the function so far
+  uint64_t calls_seen = 0;         // `calls` when StepGate last looked
 };
 
 void DestroyPreCall(PyObject* capsule) {
@@ -70,6 +73,7 @@ PyObject* CallPreCall(PyObject* self, PyObject* const* args, size_t nargsf, PyOb
   if (c == nullptr) return nullptr;
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  ++c->calls;
   PyObject* module = ModuleOf(*c);
   if (module == nullptr) return nullptr;
   PyObject* inputs = PyTuple_New(nargs);  // the pre-hook's `args`, as PyTorch passes them
@@ -143,9 +147,147 @@ PyMethodDef pre_call_def = {
     "trainscope's forward pre-hook in front of a module's call: prehook(module, args), then "
     "nn.Module._call_impl(module, *args, **kwargs)."};
 
+// ---- optimizer step gates -----------------------------------------------------------------
+//
+// A global optimizer step hook written in Python costs a training each step a Python frame (a
+// microsecond or more where the step is 0.3 ms), even when it returns at once. These C functions
+// stand in front of such hooks and call them only when they have something to do.
+
+constexpr const char* kGateCapsule = "trainscope._core.call_gate";
+
+struct CallGate {
+  PyObject* owner = nullptr;    // the object whose attribute is tested
+  PyObject* attr = nullptr;     // that attribute's name
+  PyObject* fn = nullptr;       // the Python callback
+  PyObject* handles = nullptr;  // step gate: the name of the owner's list of _pre_call.Handle
+};
+
+void DestroyCallGate(PyObject* capsule) {
+  auto* g = static_cast<CallGate*>(PyCapsule_GetPointer(capsule, kGateCapsule));
+  if (g == nullptr) return;
+  Py_XDECREF(g->owner);
+  Py_XDECREF(g->attr);
+  Py_XDECREF(g->fn);
+  Py_XDECREF(g->handles);
+  delete g;
+}
+
+// 1: owner.<name> is true; 0: false; -1: it cannot be told (no such attribute...).
+int AttrTruth(PyObject* owner, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(owner, name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return -1;
+  }
+  int t = v == Py_True ? 1 : (v == Py_False || v == Py_None) ? 0 : PyObject_IsTrue(v);
+  Py_DECREF(v);
+  if (t < 0) PyErr_Clear();
+  return t;
+}
+
+PyObject* CallIf(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* g = static_cast<CallGate*>(PyCapsule_GetPointer(self, kGateCapsule));
+  if (g == nullptr) return nullptr;
+  if (AttrTruth(g->owner, g->attr) == 0) Py_RETURN_NONE;
+  return PyObject_Vectorcall(g->fn, args, nargsf, kwnames);  // true, or unknown: fail open
+}
+
+// Whether each in-front function of owner.<handles> ran since the last look (each look moves
+// the mark): 1 all of them, 0 not, -1 it cannot be told.
+int AllCalledSinceLastLook(PyObject* owner, PyObject* handles_name) {
+  static PyObject* fn_name = PyUnicode_InternFromString("_fn");
+  if (fn_name == nullptr) return -1;
+  PyObject* handles = PyObject_GetAttr(owner, handles_name);
+  if (handles == nullptr || !PyList_Check(handles)) {
+    Py_XDECREF(handles);
+    PyErr_Clear();
+    return -1;
+  }
+  int all = 1;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(handles); ++i) {
+    PyObject* fn = PyObject_GetAttr(PyList_GET_ITEM(handles, i), fn_name);
+    if (fn == nullptr) {
+      PyErr_Clear();
+      all = -1;
+      break;
+    }
+    if (fn == Py_None) {  // registered as a plain forward pre-hook: nothing to watch
+      Py_DECREF(fn);
+      continue;
+    }
+    PreCall* c = nullptr;
+    if (PyCFunction_Check(fn)) {
+      PyObject* capsule = PyCFunction_GET_SELF(fn);
+      if (capsule != nullptr && PyCapsule_IsValid(capsule, kPreCallCapsule)) {
+        c = static_cast<PreCall*>(PyCapsule_GetPointer(capsule, kPreCallCapsule));
+      }
+    }
+    Py_DECREF(fn);
+    if (c == nullptr) {
+      all = -1;
+      break;
+    }
+    if (c->calls == c->calls_seen) all = 0;
+    c->calls_seen = c->calls;
+  }
+  Py_DECREF(handles);
+  return all;
+}
+
+PyObject* StepGate(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* g = static_cast<CallGate*>(PyCapsule_GetPointer(self, kGateCapsule));
+  if (g == nullptr) return nullptr;
+  const int called = AllCalledSinceLastLook(g->owner, g->handles);
+  if (called == 1 && AttrTruth(g->owner, g->attr) == 0) Py_RETURN_NONE;
+  return PyObject_Vectorcall(g->fn, args, nargsf, kwnames);
+}
+
+PyMethodDef call_if_def = {
+    "call_if", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(CallIf)),
+    METH_FASTCALL | METH_KEYWORDS, "fn(*args, **kwargs) when owner.<attr> is true, else None."};
+PyMethodDef step_gate_def = {
+    "step_gate", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(StepGate)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "fn(*args, **kwargs) when owner.<attr> is true or a function in front of a call did not run "
+    "since the last call, else None."};
+
+py::object MakeGate(PyMethodDef* def, const py::object& owner, const py::str& attr,
+                    const py::object& fn, PyObject* handles) {
+  auto* g = new CallGate{Py_NewRef(owner.ptr()), Py_NewRef(attr.ptr()), Py_NewRef(fn.ptr()),
+                         handles == nullptr ? nullptr : Py_NewRef(handles)};
+  PyObject* capsule = PyCapsule_New(g, kGateCapsule, DestroyCallGate);
+  if (capsule == nullptr) {
+    delete g;  // the references leak with it: out of memory
+    throw py::error_already_set();
+  }
+  py::str module_name("trainscope._core");
+  PyObject* f = PyCFunction_NewEx(def, capsule, module_name.ptr());
+  Py_DECREF(capsule);  // the function holds it
+  if (f == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(f);
+}
+
 }  // namespace
 
 void RegisterPreCall(py::module_& m) {
+  m.def(
+      "call_if",
+      [](const py::object& owner, const py::str& attr, const py::object& fn) {
+        return MakeGate(&call_if_def, owner, attr, fn, nullptr);
+      },
+      py::arg("owner"), py::arg("attr"), py::arg("fn"),
+      "A C function f(*args, **kwargs): fn(*args, **kwargs) when getattr(owner, attr) is true "
+      "(or cannot be read), else None without calling it. A global optimizer step hook that has "
+      "nothing to do on most steps costs them no Python frame.");
+  m.def(
+      "step_gate",
+      [](const py::object& owner, const py::str& attr, const py::str& handles,
+         const py::object& fn) { return MakeGate(&step_gate_def, owner, attr, fn, handles.ptr()); },
+      py::arg("owner"), py::arg("attr"), py::arg("handles"), py::arg("fn"),
+      "As call_if, and fn is also called when one of the functions in front of a call "
+      "(_pre_call.Handle in the list getattr(owner, handles)) was not called since the gate's "
+      "last call: the module's call was replaced (module.compile()), or the module was not "
+      "called, and fn looks at them (Handle.check()).");
   m.def(
       "pre_call",
       [](const py::object& prehook, const py::object& module_ref, const py::object& call_impl) {

@@ -94,6 +94,21 @@ def check_all(handles):
     return handles
 
 
+def gate(owner, attr, fn, handles=None):
+    """`fn` behind a C function (_core.call_if) that calls it only when ``getattr(owner, attr)``
+    is true: a global optimizer step hook with nothing to do on most steps then costs them no
+    Python frame. With `handles` (the name of owner's list of Handle in front of a call), also
+    when one of their functions did not run since the last call (_core.step_gate: the module's
+    call was replaced, or it was not called; `fn` then checks them). `fn` itself without the
+    C module."""
+    core = _load_core()
+    if handles is None:
+        make = getattr(core, "call_if", None)
+        return fn if make is None else make(owner, attr, fn)
+    make = getattr(core, "step_gate", None)
+    return fn if make is None else make(owner, attr, handles, fn)
+
+
 def attach(module, prehook):
     """Runs ``prehook(module, args)`` before each call of ``module``, as a forward pre-hook
     registered first would. Returns a Handle."""

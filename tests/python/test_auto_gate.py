@@ -313,3 +313,37 @@ def test_the_c_and_python_callbacks_give_the_same_trial(tmp_path, program, args)
             assert np.array_equal(a.value(step), b.value(step)), (name, step)
             compared += 1
     assert compared > 20
+
+
+def test_instances_of_is_issubclass_of_each_type_as_the_python_scan():
+    import abc
+    import gc
+
+    from trainscope.auto import _discover
+
+    class Marked(abc.ABC):  # a __subclasscheck__ (ABCMeta's) decides, as issubclass would
+        pass
+
+    class Plain:
+        pass
+
+    Marked.register(Plain)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    plain = Plain()
+    objects = gc.get_objects() + [plain, model, opt, model]
+    kinds = (torch.optim.Optimizer, torch.nn.Module)
+    found = _core.instances_of(objects, kinds)
+    python = [o for o in objects if issubclass(type(o), kinds)]
+    assert found == python  # the same objects, in the same order
+    assert sum(o is model for o in found) == 3 and any(o is opt for o in found)  # gc's + 2
+    assert any(o is model[0] for o in found)
+    assert _core.instances_of(objects, Marked)[-1] is plain
+    assert any(o is opt for o in _discover.live_objects(torch.optim.Optimizer))
+
+    class Refuses(type):
+        def __subclasscheck__(cls, sub):
+            raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError, match="no"):
+        _core.instances_of([1], Refuses("R", (), {}))

@@ -185,3 +185,57 @@ def test_until_the_check_a_swapped_class_with_its_own_call_impl_still_gets_it_ca
     assert not h.check()
     m(torch.ones(1, 3))
     assert seen == [m, m] and m.own_calls == 2  # by its forward pre-hook now, once
+
+
+class _Owner:
+    def __init__(self):
+        self.on = False
+        self.calls = []
+        self.handles = []
+
+    def fn(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return "ran"
+
+
+def test_call_if_calls_the_callback_only_while_the_attribute_is_true():
+    owner = _Owner()
+    gate = _pre_call.gate(owner, "on", owner.fn)
+    assert gate is not owner.fn  # a C function in front of it
+    assert gate(1, k=2) is None and owner.calls == []
+    owner.on = {"opt": 1}  # any true value: a non-empty dict, as the profiler's _opt_t0
+    assert gate(1, k=2) == "ran" and owner.calls == [((1,), {"k": 2})]
+    owner.on = {}
+    assert gate(3) is None and len(owner.calls) == 1
+    del owner.on  # cannot be told: the callback decides (fail open)
+    assert gate(4) == "ran" and owner.calls[-1] == ((4,), {})
+
+
+def test_step_gate_calls_the_callback_when_a_function_in_front_did_not_run_since_its_last_call():
+    owner = _Owner()
+    a, b = Adder(), Adder()
+    owner.handles = [_pre_call.attach(a, lambda m, args: None),
+                     _pre_call.attach(b, lambda m, args: None)]
+    assert all(h.in_front for h in owner.handles)
+    gate = _pre_call.gate(owner, "on", owner.fn, handles="handles")
+    x = torch.ones(1, 3)
+    a(x), b(x)
+    assert gate("step") is None and owner.calls == []  # both ran, the attribute is false
+    a(x)  # b not called in this step: the callback looks at the handles
+    assert gate("step") == "ran" and len(owner.calls) == 1
+    a(x), b(x)
+    assert gate("step") is None and len(owner.calls) == 1
+    a(x), b(x)
+    owner.on = True
+    assert gate("step") == "ran" and len(owner.calls) == 2
+    owner.on = False
+    a.compile(backend="eager")  # the call replaced: the function in front no longer runs
+    a(x), b(x)
+    assert gate("step") == "ran" and len(owner.calls) == 3
+    owner.handles = [h for h in owner.handles if h.check() and h.in_front]  # the hook's check
+    assert len(owner.handles) == 1 and len(a._forward_pre_hooks) == 1
+    b(x)
+    assert gate("step") is None and len(owner.calls) == 3
+    owner.handles = ["not a handle"]  # cannot be told: the callback decides
+    assert gate("step") == "ran"
+

@@ -43,6 +43,7 @@ import time
 
 import torch
 
+from .. import _pre_call
 from .._native import load as _load_core
 from .data import USER_PHASE
 from .python_profiler import (PYINSTRUMENT_NAME, PyinstrumentPythonProfiler, StepPhase,
@@ -256,8 +257,11 @@ class FrameworkProfiler:
             # mode may make a step boundary, where phases turn on or off, from inside a global
             # optimizer pre-hook, and PyTorch forbids adding or removing one while it calls
             # them ("OrderedDict mutated during iteration").
-            self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
-            self._handles.append(register_optimizer_step_post_hook(self._opt_post))
+            # Behind C gates: most steps record no phases, and pay no Python frame for them.
+            self._handles.append(register_optimizer_step_pre_hook(
+                _pre_call.gate(self, "_phases_on", self._opt_pre)))
+            self._handles.append(register_optimizer_step_post_hook(
+                _pre_call.gate(self, "_opt_t0", self._opt_post)))
         except ImportError:  # torch < 2.0: no global optimizer hooks
             self._report("optimizer",
                          "this torch has no global optimizer hooks; no Optimizer spans")

@@ -355,7 +355,10 @@ class Hook:
             from torch.optim.optimizer import register_optimizer_step_pre_hook
         except ImportError:  # torch < 2.0: no global optimizer hooks, no closure record
             return
-        self._optimizer_handle = register_optimizer_step_pre_hook(self._optimizer_pre)
+        # Behind a C gate: a step that saves nothing, whose boundaries in front of a module's
+        # call all ran, pays no Python frame.
+        self._optimizer_handle = register_optimizer_step_pre_hook(
+            _pre_call.gate(self, "_saving", self._optimizer_pre, handles="_pre_calls"))
 
     def _optimizer_pre(self, optimizer, args, kwargs):
         """A step given a closure, on a saving step: the closure wrapped so that each call of it
