@@ -331,11 +331,7 @@ py::object Bind(PyMethodDef* def, Gate* gate) {
     FreeGate(gate);
     throw py::error_already_set();
   }
-  py::str module_name("trainscope._core");
-  PyObject* fn = PyCFunction_NewEx(def, capsule, module_name.ptr());
-  Py_DECREF(capsule);  // the function holds it
-  if (fn == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(fn);
+  return BoundFunction(def, capsule);
 }
 
 Gate* NewGate(const py::object& session, const py::object& slow) {

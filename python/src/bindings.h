@@ -34,6 +34,11 @@ void ResetWithoutGil(std::unique_ptr<T>& owner) noexcept {
 // failed (no Python error is left set). Needs the GIL. python/src/capture_bindings.cc.
 int HookBoundary(PyObject* core_hook) noexcept;
 
+// A C function of trainscope._core whose `self` is `capsule` (a new reference, which the function
+// takes; released on failure): how the extension makes the callbacks it hands PyTorch
+// (pre_call.cc, auto_gate.cc, capture_bindings.cc). Throws error_already_set on failure.
+pybind11::object BoundFunction(PyMethodDef* def, PyObject* capsule);
+
 void RegisterWriter(pybind11::module_& m);
 void RegisterTrial(pybind11::module_& m);
 void RegisterStats(pybind11::module_& m);

@@ -466,10 +466,7 @@ py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
     delete t;
     throw py::error_already_set();
   }
-  py::str module_name("trainscope._core");
-  PyObject* fn = PyCFunction_NewEx(ForwardPreHookDef(), capsule.ptr(), module_name.ptr());
-  if (fn == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(fn);
+  return BoundFunction(ForwardPreHookDef(), capsule.release().ptr());
 }
 
 }  // namespace

@@ -23,6 +23,14 @@ Mode ModeFromPython(py::handle mode) {
                         ": use ModeKeys.TRAIN/EVAL/PREDICT/GLOBAL or 1..4");
 }
 
+py::object BoundFunction(PyMethodDef* def, PyObject* capsule) {
+  py::str module_name("trainscope._core");
+  PyObject* fn = PyCFunction_NewEx(def, capsule, module_name.ptr());
+  Py_DECREF(capsule);  // the function holds it
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
 }  // namespace trainscope::python
 
 PYBIND11_MODULE(_core, m) {

@@ -260,11 +260,7 @@ py::object MakeGate(PyMethodDef* def, const py::object& owner, const py::str& at
     delete g;  // the references leak with it: out of memory
     throw py::error_already_set();
   }
-  py::str module_name("trainscope._core");
-  PyObject* f = PyCFunction_NewEx(def, capsule, module_name.ptr());
-  Py_DECREF(capsule);  // the function holds it
-  if (f == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(f);
+  return BoundFunction(def, capsule);
 }
 
 }  // namespace
@@ -301,11 +297,7 @@ void RegisterPreCall(py::module_& m) {
           delete c;
           throw py::error_already_set();
         }
-        py::str module_name("trainscope._core");
-        PyObject* fn = PyCFunction_NewEx(&pre_call_def, capsule, module_name.ptr());
-        Py_DECREF(capsule);  // the function holds it
-        if (fn == nullptr) throw py::error_already_set();
-        return py::reinterpret_steal<py::object>(fn);
+        return BoundFunction(&pre_call_def, capsule);
       },
       py::arg("prehook"), py::arg("module_ref"), py::arg("call_impl"),
       "A C function f(*args, **kwargs) that calls prehook(module, args), then "
