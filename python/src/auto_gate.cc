@@ -35,6 +35,14 @@ struct Gate {
   PyObject* grad_enabled = nullptr;    // forward pre-hook: torch.is_grad_enabled
   PyObject* inference_mode = nullptr;  // forward pre-hook: torch.is_inference_mode_enabled
   PyObject* after = nullptr;           // forward pre-hook: session._after_gate(module, flags)
+  // Optimizer pre-hook: the optimizer last found known and fresh (compared, never used), its weak
+  // reference in session._known and that dict (see KnownAndFresh).
+  PyObject* fresh_opt = nullptr;
+  PyObject* fresh_ref = nullptr;
+  PyObject* fresh_known = nullptr;
+  // Optimizer post-hook: a session._cycle of this one optimizer (NoteStep).
+  PyObject* cycle_of_one = nullptr;
+  PyObject* cycle_opt = nullptr;  // compared, never used
 };
 
 void FreeGate(Gate* g) {
@@ -44,6 +52,9 @@ void FreeGate(Gate* g) {
   Py_XDECREF(g->grad_enabled);
   Py_XDECREF(g->inference_mode);
   Py_XDECREF(g->after);
+  Py_XDECREF(g->fresh_ref);
+  Py_XDECREF(g->fresh_known);
+  Py_XDECREF(g->cycle_of_one);
   delete g;
 }
 
@@ -217,10 +228,21 @@ PyObject* ForwardPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 
 // 1 if `optimizer` is one the session knows (its weak reference in session._known) that has not
 // stepped yet in this training step, 0 if not, -1 on an error.
-int KnownAndFresh(PyObject* session, PyObject* optimizer) {
-  Ref key(PyLong_FromVoidPtr(optimizer));  // id(optimizer)
+int KnownAndFresh(Gate& g, PyObject* session, PyObject* optimizer) {
   Ref known_map(PyObject_GetAttr(session, names.known));
-  if (!key || !known_map || !PyDict_Check(known_map.get())) {
+  Ref stepped(PyObject_GetAttr(session, names.stepped));
+  if (!known_map || !stepped || !PyDict_Check(known_map.get()) || !PySet_Check(stepped.get())) {
+    PyErr_Clear();
+    return -1;
+  }
+  // The usual step: the optimizer of the last call, alive (its weak reference in the same
+  // _known, whose entries are only ever added, or replaced once dead), and nothing stepped yet.
+  if (optimizer == g.fresh_opt && known_map.get() == g.fresh_known &&
+      PyWeakref_GetObject(g.fresh_ref) == optimizer && PySet_GET_SIZE(stepped.get()) == 0) {
+    return 1;
+  }
+  Ref key(PyLong_FromVoidPtr(optimizer));  // id(optimizer)
+  if (!key) {
     PyErr_Clear();
     return -1;
   }
@@ -238,15 +260,15 @@ int KnownAndFresh(PyObject* session, PyObject* optimizer) {
     return -1;
   }
   if (target.get() != optimizer) return 0;
-  Ref stepped(PyObject_GetAttr(session, names.stepped));
-  if (!stepped) {
-    PyErr_Clear();
-    return -1;
-  }
-  const int in = PySet_Check(stepped.get()) ? PySet_Contains(stepped.get(), key.get()) : -1;
+  const int in = PySet_Contains(stepped.get(), key.get());
   if (in < 0) {
     PyErr_Clear();
     return -1;
+  }
+  if (in == 0 && PyWeakref_CheckRef(ref)) {
+    g.fresh_opt = optimizer;
+    Py_XSETREF(g.fresh_ref, Py_NewRef(ref));
+    Py_XSETREF(g.fresh_known, Py_NewRef(known_map.get()));
   }
   return in == 0 ? 1 : 0;
 }
@@ -258,23 +280,25 @@ PyObject* OptimizerHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   Gate* g = GateOf(self);
   if (g == nullptr) return nullptr;
   const int off = nargs < 1 ? -1 : Truth(g->session, names.off);
-  if (off == 1 || (off == 0 && quiet(g->session, args[0]))) Py_RETURN_NONE;
+  if (off == 1 || (off == 0 && quiet(*g, args[0]))) Py_RETURN_NONE;
   return CallSlow(*g, args, static_cast<size_t>(nargs), nullptr);
 }
 
 PyObject* OptimizerPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   // A known optimizer's step in a step that saves nothing.
-  return OptimizerHook(self, args, nargs, [](PyObject* s, PyObject* optimizer) {
+  return OptimizerHook(self, args, nargs, [](Gate& g, PyObject* optimizer) {
+    PyObject* s = g.session;
     Ref hook(PyObject_GetAttr(s, names.hook));
     if (!hook) PyErr_Clear();
-    return Quiet(s, hook) == 1 && KnownAndFresh(s, optimizer) == 1;
+    return Quiet(s, hook) == 1 && KnownAndFresh(g, s, optimizer) == 1;
   });
 }
 
 // Notes the optimizer's step once the optimizers of a training step are known (session._cycle;
 // until then Python learns them); when all have stepped, the next sign of training starts the
 // next step (session._pending).
-bool NoteStep(PyObject* s, PyObject* optimizer) {
+bool NoteStep(Gate& g, PyObject* optimizer) {
+  PyObject* s = g.session;
   Ref hook(PyObject_GetAttr(s, names.hook));
   Ref cycle(PyObject_GetAttr(s, names.cycle));
   Ref stepped(PyObject_GetAttr(s, names.stepped));
@@ -284,6 +308,15 @@ bool NoteStep(PyObject* s, PyObject* optimizer) {
   }
   if (hook.get() == Py_None) return true;
   if (!PySet_Check(cycle.get()) || !PySet_Check(stepped.get())) return false;
+  // The usual step of a training with one optimizer: the cycle seen before (the session only ever
+  // replaces _cycle, never changes it), nothing else stepped: adding it, comparing and clearing
+  // would leave _stepped empty and the step boundary pending.
+  if (cycle.get() == g.cycle_of_one && optimizer == g.cycle_opt &&
+      PySet_GET_SIZE(stepped.get()) == 0) {
+    if (PyObject_SetAttr(s, names.pending, Py_True) < 0) PyErr_Clear();
+    return true;
+  }
+  const bool empty_before = PySet_GET_SIZE(stepped.get()) == 0;
   Ref key(PyLong_FromVoidPtr(optimizer));
   if (!key || PySet_Add(stepped.get(), key.get()) < 0) {
     PyErr_Clear();
@@ -297,6 +330,10 @@ bool NoteStep(PyObject* s, PyObject* optimizer) {
   if (all == 1 &&
       (PySet_Clear(stepped.get()) < 0 || PyObject_SetAttr(s, names.pending, Py_True) < 0)) {
     PyErr_Clear();  // never into the training: the step boundary is late, not the training
+  }
+  if (all == 1 && empty_before && PySet_GET_SIZE(cycle.get()) == 1) {
+    g.cycle_opt = optimizer;
+    Py_XSETREF(g.cycle_of_one, Py_NewRef(cycle.get()));
   }
   return true;
 }

@@ -191,6 +191,43 @@ def test_optimizer_post_hook_ends_the_step_when_every_optimizer_stepped():
     assert post(g, (), {}) is None and s._stepped == set() and not s._pending
 
 
+def test_optimizer_hooks_remember_the_usual_step_and_still_see_every_change():
+    # The C hooks keep the last known and fresh optimizer and a cycle of one optimizer; what the
+    # session changes between steps still counts.
+    s = Session(Hook())
+    pre = _core.auto_optimizer_pre_hook(s, s.slow)
+    post = _core.auto_optimizer_post_hook(s, s.slow)
+    opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    other = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    s.know(opt)
+    s._cycle = {id(opt)}
+    for _ in range(3):  # the usual steps: nothing reaches Python
+        assert pre(opt, (), {}) is None
+        assert post(opt, (), {}) is None
+        assert s._pending is True and s._stepped == set()
+        s._pending = False
+    assert s.calls == []
+    s._stepped = {id(opt)}  # it stepped already in this step
+    assert pre(opt, (), {}) == "slow"
+    s._stepped = set()
+    s._known = {}  # a session that knows nothing (a new dict)
+    assert pre(opt, (), {}) == "slow"
+    s.know(opt)
+    assert pre(opt, (), {}) is None
+    assert pre(other, (), {}) == "slow"  # not known
+    s.calls.clear()
+    s._cycle = {id(opt), id(other)}  # a step of two optimizers (a new set)
+    assert post(opt, (), {}) is None
+    assert s._pending is False and s._stepped == {id(opt)}
+    assert post(other, (), {}) is None
+    assert s._pending is True and s._stepped == set()
+    s._pending = False
+    s._cycle = {id(other)}
+    assert post(opt, (), {}) is None  # not the cycle's optimizer: noted, no boundary
+    assert s._pending is False and s._stepped == {id(opt)}
+    assert s.calls == []
+
+
 def test_backward_wrapper_calls_the_original_on_a_quiet_step_and_python_otherwise():
     calls = []
 
