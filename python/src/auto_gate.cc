@@ -98,20 +98,6 @@ class Ref {
   PyObject* p_;
 };
 
-// The truth of obj.name: 1, 0, or -1 (an error, cleared: the caller goes the slow way).
-int Truth(PyObject* obj, PyObject* name) {
-  Ref v(PyObject_GetAttr(obj, name));
-  if (!v) {
-    PyErr_Clear();
-    return -1;
-  }
-  if (v.get() == Py_True) return 1;
-  if (v.get() == Py_False || v.get() == Py_None) return 0;
-  int t = PyObject_IsTrue(v.get());
-  if (t < 0) PyErr_Clear();
-  return t;
-}
-
 // 1 if obj.name is None, 0 if not, -1 on an error (cleared).
 int IsNone(PyObject* obj, PyObject* name) {
   Ref v(PyObject_GetAttr(obj, name));
@@ -127,11 +113,11 @@ int IsNone(PyObject* obj, PyObject* name) {
 // or -1 on an error. `hook`: session.hook (null after an error). The caller tests session.off.
 int Quiet(PyObject* session, const Ref& hook) {
   if (!hook || hook.get() == Py_None) return 0;
-  const int saving = Truth(hook.get(), names.saving);
+  const int saving = AttrTruth(hook.get(), names.saving);
   if (saving != 0) return saving < 0 ? -1 : 0;
-  const int pending = Truth(session, names.pending);
+  const int pending = AttrTruth(session, names.pending);
   if (pending != 0) return pending < 0 ? -1 : 0;
-  const int eval = Truth(session, names.eval);
+  const int eval = AttrTruth(session, names.eval);
   if (eval != 0) return eval < 0 ? -1 : 0;
   return IsNone(session, names.manual);
 }
@@ -149,7 +135,7 @@ PyObject* CallSlow(const Gate& g, PyObject* const* args, size_t nargsf, PyObject
 // 1 if the forward pass of `module` is an evaluation one (the model in eval(), inference mode,
 // or no_grad with a single model), 0 if a training one, -1 on an error.
 int Evaluating(const Gate& g, PyObject* module) {
-  const int training = Truth(module, names.training);
+  const int training = AttrTruth(module, names.training);
   if (training != 1) return training < 0 ? -1 : 1;
   Ref inference(PyObject_CallNoArgs(g.inference_mode));
   if (!inference) {
@@ -186,7 +172,7 @@ PyObject* ForwardPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* module = args[0];
   auto slow = [&] { return CallSlow(*g, args, static_cast<size_t>(nargs), nullptr); };
   PyObject* s = g->session;
-  const int off = Truth(s, names.off);
+  const int off = AttrTruth(s, names.off);
   if (off != 0) return off < 0 ? slow() : Py_NewRef(Py_None);
   Ref hook(PyObject_GetAttr(s, names.hook));
   if (!hook) {
@@ -194,15 +180,15 @@ PyObject* ForwardPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     return slow();
   }
   if (hook.get() == Py_None) Py_RETURN_NONE;
-  const int pending = Truth(s, names.pending);
-  const int eval = Truth(s, names.eval);
+  const int pending = AttrTruth(s, names.pending);
+  const int eval = AttrTruth(s, names.eval);
   if (pending < 0 || eval < 0) return slow();
   if (pending == 0 && eval == 0) Py_RETURN_NONE;  // a forward pass inside a training step
   if (eval == 1) return slow();
   // A training step begins, the usual case: when nothing is held for the step that ends and
   // the hook's boundary is on its fast path, the C++ boundary alone.
-  if (Truth(hook.get(), names.fast) != 1 || Truth(hook.get(), names.explicit_steps) != 1 ||
-      Truth(s, names.loss_outputs) != 0 || Truth(s, names.scaled) != 0 ||
+  if (AttrTruth(hook.get(), names.fast) != 1 || AttrTruth(hook.get(), names.explicit_steps) != 1 ||
+      AttrTruth(s, names.loss_outputs) != 0 || AttrTruth(s, names.scaled) != 0 ||
       Evaluating(*g, module) != 0) {
     return slow();
   }
@@ -279,7 +265,7 @@ template <typename Quiet>
 PyObject* OptimizerHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs, Quiet quiet) {
   Gate* g = GateOf(self);
   if (g == nullptr) return nullptr;
-  const int off = nargs < 1 ? -1 : Truth(g->session, names.off);
+  const int off = nargs < 1 ? -1 : AttrTruth(g->session, names.off);
   if (off == 1 || (off == 0 && quiet(*g, args[0]))) Py_RETURN_NONE;
   return CallSlow(*g, args, static_cast<size_t>(nargs), nullptr);
 }
@@ -348,7 +334,7 @@ PyObject* Backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
   Gate* g = GateOf(self);
   if (g == nullptr) return nullptr;
   PyObject* s = g->session;
-  const int off = Truth(s, names.off);
+  const int off = AttrTruth(s, names.off);
   int quiet = off;
   if (off == 0) {
     Ref hook(PyObject_GetAttr(s, names.hook));

@@ -34,6 +34,11 @@ void ResetWithoutGil(std::unique_ptr<T>& owner) noexcept {
 // failed (no Python error is left set). Needs the GIL. python/src/capture_bindings.cc.
 int HookBoundary(PyObject* core_hook) noexcept;
 
+// The truth of obj.<name> as `if obj.name:` sees it: 1, 0, or -1 when it cannot be told (no
+// such attribute, a __bool__ that raises; no Python error is left set). For the C callbacks
+// that decide from a Python object's flags (auto_gate.cc, pre_call.cc).
+int AttrTruth(PyObject* obj, PyObject* name);
+
 // A C function of trainscope._core whose `self` is `capsule` (a new reference, which the function
 // takes; released on failure): how the extension makes the callbacks it hands PyTorch
 // (pre_call.cc, auto_gate.cc, capture_bindings.cc). Throws error_already_set on failure.

@@ -23,6 +23,18 @@ Mode ModeFromPython(py::handle mode) {
                         ": use ModeKeys.TRAIN/EVAL/PREDICT/GLOBAL or 1..4");
 }
 
+int AttrTruth(PyObject* obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj, name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return -1;
+  }
+  const int t = v == Py_True ? 1 : (v == Py_False || v == Py_None) ? 0 : PyObject_IsTrue(v);
+  Py_DECREF(v);
+  if (t < 0) PyErr_Clear();
+  return t;
+}
+
 py::object BoundFunction(PyMethodDef* def, PyObject* capsule) {
   py::str module_name("trainscope._core");
   PyObject* fn = PyCFunction_NewEx(def, capsule, module_name.ptr());

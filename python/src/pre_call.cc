@@ -172,19 +172,6 @@ void DestroyCallGate(PyObject* capsule) {
   delete g;
 }
 
-// 1: owner.<name> is true; 0: false; -1: it cannot be told (no such attribute...).
-int AttrTruth(PyObject* owner, PyObject* name) {
-  PyObject* v = PyObject_GetAttr(owner, name);
-  if (v == nullptr) {
-    PyErr_Clear();
-    return -1;
-  }
-  int t = v == Py_True ? 1 : (v == Py_False || v == Py_None) ? 0 : PyObject_IsTrue(v);
-  Py_DECREF(v);
-  if (t < 0) PyErr_Clear();
-  return t;
-}
-
 PyObject* CallIf(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* g = static_cast<CallGate*>(PyCapsule_GetPointer(self, kGateCapsule));
   if (g == nullptr) return nullptr;

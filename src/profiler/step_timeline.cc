@@ -1,10 +1,5 @@
 #include "trainscope/step_timeline.h"
 
-#include <string>
-#include <utility>
-
-#include "trainscope/profiler_format.h"
-
 namespace trainscope {
 
 StepTimeline::StepTimeline(TimelineWriter* writer, int64_t pid, uint64_t phase_period_us,
