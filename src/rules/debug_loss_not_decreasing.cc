@@ -6,7 +6,9 @@
 //   back above the start after learning), or not learning (never dropped meaningfully below the
 //   initial level, and no significant downward trend: Mann-Kendall over the last kHistoryValues
 //   values). A series that learned and then flattens has converged: not an issue, reported in the
-//   status message. With several loss series (a GAN's two optimizers, loss components), a finding
+//   status message. A series that keeps changing sign around zero (a policy-gradient surrogate)
+//   has no level that measures progress: once seen, it is not judged (said in the status). With
+//   several loss series (a GAN's two optimizers, loss components), a finding
 //   needs every series to be in trouble at once.
 // - "window" (smdebug's, noise-aware): the mean loss over a window did not drop by diff_percent %
 //   against any of the kBaselineWindows windows before it, or rose by more than
@@ -102,6 +104,11 @@ class LossNotDecreasing : public BuiltinRule {
   // A significant downward trend counts as learning when, continued for this many times the
   // values seen so far, it would take the loss 10 % below its start.
   static constexpr double kTrendHorizon = 3.0;
+  // A series centred on zero (a policy-gradient surrogate, a critic's score difference) is not
+  // judged by its level: once at least kSignedMinValues of its last values are in, at least
+  // this fraction of them on each side of zero and of successive pairs changing sign.
+  static constexpr size_t kSignedMinValues = 16;
+  static constexpr double kSignedFraction = 0.2;
 
   static std::vector<ParamSpec> Specs() {
     return {CollectionNamesSpec(),
@@ -258,6 +265,17 @@ class LossNotDecreasing : public BuiltinRule {
     if (!trend_) return {};
     std::string out;
     for (const auto& [name, s] : series_) {
+      if (s.signed_step >= 0) {
+        if (!out.empty()) out += "; ";
+        out += name + " was not judged from step " + std::to_string(s.signed_step) +
+               ": it takes both signs around zero (" + Num(s.signed_negative * 100) +
+               "% of its last values negative, the sign changing between " +
+               Num(s.signed_changes * 100) +
+               "% of successive values), an objective whose level does not measure progress "
+               "(a policy-gradient surrogate such as REINFORCE's, a critic's score difference); "
+               "watch the return or a validation metric instead";
+        continue;
+      }
       if (s.converged_step < 0) continue;
       if (!out.empty()) out += "; ";
       out += name + " converged from step " + std::to_string(s.converged_step) + " (window mean " +
@@ -329,6 +347,10 @@ class LossNotDecreasing : public BuiltinRule {
     bool learned = false;         // dropped meaningfully below the initial level at some point
     int64_t converged_step = -1;  // learned, then no significant trend since this step
     double converged_mean = 0;
+    // Centred on zero (SignedObjective): not judged from then on; when it was seen, and the
+    // fractions of negative values and sign changes then.
+    int64_t signed_step = -1;
+    double signed_negative = 0, signed_changes = 0;
     // Closure evaluations (LBFGS): the series is a loss's evaluations in (step, evaluation)
     // order; a position is a value, and next_pos the next one's.
     bool by_evaluation = false;
@@ -399,6 +421,15 @@ class LossNotDecreasing : public BuiltinRule {
           s.first.begin() + static_cast<std::ptrdiff_t>(std::min(s.first.size(), kInitValues)));
     }
     ++s.windows;
+    // A loss bounded below by zero (cross-entropy, MSE...) or one that crosses zero once as it
+    // falls (a Gaussian NLL) has a level that measures progress; a series that keeps changing
+    // sign around zero does not (REINFORCE's -log p * normalised return grows with the episodes'
+    // length while the policy improves): from then on it is not judged, and the status says so.
+    if (s.signed_step < 0) NoteSigned(s, step);
+    if (s.signed_step >= 0) {
+      s.converged_step = -1;
+      return;
+    }
     // Noise of one value; of this window's mean; of the initial level.
     const double noise2 = std::max(0.0, NoiseVariance(s.history));
     const double se2 = noise2 / n;
@@ -534,6 +565,26 @@ class LossNotDecreasing : public BuiltinRule {
       }
     } else if (z <= -kTrendZ) {
       s.converged_step = -1;  // still improving
+    }
+  }
+
+  // Marks `s` as centred on zero at `step` when its last values (kSignedMinValues at least) lie
+  // on both sides of zero and change sign between successive values, each at least
+  // kSignedFraction of the time.
+  static void NoteSigned(Series& s, int64_t step) {
+    const size_t n = s.history.size();
+    if (n < kSignedMinValues) return;
+    size_t negative = 0, changes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (s.history[i] < 0) ++negative;
+      if (i > 0 && (s.history[i] < 0) != (s.history[i - 1] < 0)) ++changes;
+    }
+    const double neg = static_cast<double>(negative) / static_cast<double>(n);
+    const double chg = static_cast<double>(changes) / static_cast<double>(n - 1);
+    if (neg >= kSignedFraction && 1 - neg >= kSignedFraction && chg >= kSignedFraction) {
+      s.signed_step = step;
+      s.signed_negative = neg;
+      s.signed_changes = chg;
     }
   }
 

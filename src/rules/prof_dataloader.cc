@@ -67,7 +67,12 @@ class Dataloader : public ProfilerRule {
       } else {
         Inside& in = l.inside[*e.step];
         in.us += e.dur_us;
-        if (!wait && e.phase.rfind("Forward", 0) == 0) in.model = true;
+        if (!wait && e.phase.rfind("Forward", 0) == 0) {
+          in.model = true;
+          ++in.forwards;
+        } else if (!wait && e.phase.rfind("Backward", 0) == 0) {
+          ++in.backwards;
+        }
         // Bounded: spans of steps that never get a step event are dropped, oldest first.
         if (l.inside.size() > 64) l.inside.erase(l.inside.begin());
       }
@@ -150,6 +155,7 @@ class Dataloader : public ProfilerRule {
       if (l.fired_outside) continue;
       auto outside = OutsideModel(l);
       if (!outside || 100.0 * outside->first <= limit || outside->second < loop_ms) continue;
+      if (Rollout(l)) continue;  // the loop's work between the model's calls is the step's own
       l.fired_outside = true;
       RuleFinding f = NewProfilerFinding(l.last_step_ts, node + "/loop");
       f.value = 100.0 * outside->first;
@@ -188,6 +194,12 @@ class Dataloader : public ProfilerRule {
         out += (out.empty() ? "" : "; ") + node + ": outside the model and DataLoaders " +
                Num(100.0 * outside->first) + "% of a typical step (" + Num(outside->second) +
                " ms)";
+        if (Rollout(l)) {
+          out += ", between the model's calls: a median " + Num(Percentile(l.calls.Values(), 50)) +
+                 " calls of the model for each backward() (a rollout, as a policy stepping an "
+                 "environment, or step-by-step generation), whose work between the calls is "
+                 "part of the step, not data loading: not judged";
+        }
       }
     }
     if (worker_events_ > 0) {
@@ -200,15 +212,17 @@ class Dataloader : public ProfilerRule {
   size_t OwnStateBytes() const override {
     size_t loops = 0;
     for (const auto& [node, l] : loops_) {
-      loops += sizeof(Loop) + 64 + l.inside.size() * 48 + l.outside_ms.bytes() + l.step_ms.bytes();
+      loops += sizeof(Loop) + 64 + l.inside.size() * 48 + l.outside_ms.bytes() + l.step_ms.bytes() +
+               l.calls.bytes();
     }
     return loops + parallel_.bytes() + batch_workers_.capacity() * sizeof(TimelineEvent);
   }
 
  private:
   struct Inside {
-    int64_t us = 0;      // the step's model spans and DataLoader waits
-    bool model = false;  // a Forward span ran in it
+    int64_t us = 0;                       // the step's model spans and DataLoader waits
+    bool model = false;                   // a Forward span ran in it
+    int64_t forwards = 0, backwards = 0;  // the model's Forward and Backward spans in it
   };
   struct Loop {
     int64_t start_us = 0, end_us = 0, wait_us = 0, waits = 0, last_ts = 0;
@@ -217,7 +231,9 @@ class Dataloader : public ProfilerRule {
     int64_t pending_us = 0, last_step_ts = 0, judged_steps = 0;
     bool pending_phased = false;
     std::map<int64_t, Inside> inside;
-    Window outside_ms{1000}, step_ms{1000};
+    // The model's calls per backward() of each judged step (a step without a Backward span
+    // counts its calls).
+    Window outside_ms{1000}, step_ms{1000}, calls{1000};
     bool fired = false, fired_outside = false;
   };
 
@@ -229,6 +245,8 @@ class Dataloader : public ProfilerRule {
       l.outside_ms.Add(static_cast<double>(std::max<int64_t>(0, l.pending_us - it->second.us)) /
                        1000.0);
       l.step_ms.Add(static_cast<double>(l.pending_us) / 1000.0);
+      l.calls.Add(static_cast<double>(it->second.forwards) /
+                  static_cast<double>(std::max<int64_t>(1, it->second.backwards)));
       ++l.judged_steps;
     }
     if (it != l.inside.end()) l.inside.erase(it);
@@ -246,6 +264,15 @@ class Dataloader : public ProfilerRule {
     const double step = Percentile(l.step_ms.Values(), 50);
     if (step <= 0) return std::nullopt;
     return std::make_pair(std::min(1.0, outside / step), outside);
+  }
+
+  // A rollout: the model is called a median kRolloutCalls times or more for each backward()
+  // (gradient accumulation and LBFGS's closure call it once per backward()); the loop's work
+  // between those calls (an environment's steps, sampling the next input) is then the step's
+  // computation, not batches being read or made.
+  static constexpr double kRolloutCalls = 8;
+  static bool Rollout(const Loop& l) {
+    return !l.calls.Values().empty() && Percentile(l.calls.Values(), 50) >= kRolloutCalls;
   }
 
   std::map<std::string, Loop> loops_;

@@ -147,6 +147,9 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       // every saved_every-th (0: none), and the stalled ones when stalls_saved.
       const int64_t saved_every = st.value("saved_every", int64_t{0});
       const bool stalls_saved = st.value("stalls_saved", false);
+      // The model called this many times a step, the loop's own work between the calls (a
+      // rollout: an environment stepped between the policy's calls), one backward at the end.
+      const int64_t forward_calls = std::max<int64_t>(1, st.value("forward_calls", int64_t{1}));
       std::normal_distribution<double> noise(0.0, 1.0);
       int64_t t = t0;
       while (true) {
@@ -167,7 +170,17 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
         const bool saved =
             (saved_every > 0 && step % saved_every == 0) || (stalls_saved && stalled);
         spans->push_back({phase, "Step", t, loop_us + d, step, !phased, saved});
-        if (phased) {
+        if (phased && forward_calls > 1) {
+          // Call i at the end of its share of the loop's work: [work, call] x forward_calls.
+          const int64_t call_us = std::max<int64_t>(1, d / 3 / forward_calls);
+          const int64_t work_us = loop_us / forward_calls;
+          for (int64_t i = 0; i < forward_calls; ++i) {
+            spans->push_back(
+                {"Forward", "forward", t + (i + 1) * work_us + i * call_us, call_us, step});
+          }
+          spans->push_back(
+              {"Backward(post-forward)", "backward", t + loop_us + d / 3, d / 2, step});
+        } else if (phased) {
           spans->push_back({"Forward", "forward", t + loop_us, d / 3, step});
           spans->push_back(
               {"Backward(post-forward)", "backward", t + loop_us + d / 3, d / 2, step});
