@@ -347,7 +347,7 @@ class LossNotDecreasing : public BuiltinRule {
     bool learned = false;         // dropped meaningfully below the initial level at some point
     int64_t converged_step = -1;  // learned, then no significant trend since this step
     double converged_mean = 0;
-    // Centred on zero (SignedObjective): not judged from then on; when it was seen, and the
+    // Centred on zero (NoteSigned): not judged from then on; when it was seen, and the
     // fractions of negative values and sign changes then.
     int64_t signed_step = -1;
     double signed_negative = 0, signed_changes = 0;
