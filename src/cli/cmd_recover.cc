@@ -1,13 +1,24 @@
-// `trainscope recover DIR`: publishes the steps a killed training handed over and left in the
-// trial's journal (docs/formats/journal.md, Recovery).
+// `trainscope recover DIR [--end]`: publishes the steps a killed training handed over and left in
+// the trial's journal (docs/formats/journal.md, Recovery); with --end, then marks the training
+// ended (training_job_end.ts) when no writer holds the folder (docs/formats/run_lock.md), so
+// readers and rules waiting for more steps stop waiting.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "trainscope/env.h"
+#include "trainscope/out_dir_lock.h"
+#include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
 namespace trainscope::cli {
@@ -17,7 +28,44 @@ namespace {
 struct RecoverOptions {
   std::string dir;
   bool json = false;
+  bool end = false;
 };
+
+// Who still writes `dir`: empty when nobody holds <dir>/.trainscope/run.lock (a `trainscope run`
+// holds it exclusively, hooks started without one hold it shared) or when there is no such file
+// (a trial written by smdebug, or with TRAINSCOPE_LOCK=0: nothing to ask). Probed with a
+// non-blocking exclusive flock(2), released at once.
+std::string LiveWriter(const std::string& dir) {
+  const std::string path = JoinPath(JoinPath(dir, ".trainscope"), "run.lock");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return {};
+  std::string who;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      who = capture::DescribeHookWriters(dir);
+      if (who.empty()) who = "a `trainscope run` (lock " + path + ")";
+    }
+  } else {
+    (void)::flock(fd, LOCK_UN);  // only probed; closing releases it too
+  }
+  ::close(fd);
+  return who;
+}
+
+// --end: the marker, unless a writer lives. Returns what happened for the text and the JSON:
+// "marked", "already" or "refused: <who>".
+std::string MarkEnded(const std::string& dir, const RecoveryReport& rep) {
+  Env* env = Env::Default();
+  if (env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile))) return "already";
+  std::string who = LiveWriter(dir);
+  if (who.empty() && !rep.workers_in_use.empty()) {
+    who = "the writer of worker " + rep.workers_in_use.front() + " (its journal is locked)";
+  }
+  if (!who.empty()) return "refused: " + who;
+  Status s = WriteEndOfJob(env, dir);
+  if (!s.ok()) return "refused: " + s.ToString();
+  return "marked";
+}
 
 int RunRecover(const RecoverOptions& o) {
   auto r = RecoverTrial(o.dir);
@@ -27,6 +75,8 @@ int RunRecover(const RecoverOptions& o) {
     return kExitFailure;
   }
   const RecoveryReport& rep = *r;
+  const std::string ended = o.end ? MarkEnded(o.dir, rep) : std::string();
+  const bool refused = ended.rfind("refused: ", 0) == 0;
   if (o.json) {
     nlohmann::json j = {{"dir", o.dir},
                         {"steps_recovered", rep.steps_recovered},
@@ -34,6 +84,10 @@ int RunRecover(const RecoverOptions& o) {
                         {"slots_removed", rep.slots_removed},
                         {"workers_in_use", rep.workers_in_use},
                         {"problems", rep.problems}};
+    if (o.end) {
+      j["ended"] = !refused;
+      if (refused) j["end_refused"] = ended.substr(9);
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("%s: %lld step(s) recovered from the journal, %lld lost\n",
@@ -46,6 +100,21 @@ int RunRecover(const RecoverOptions& o) {
     for (const std::string& p : rep.problems) {
       std::printf("  %s\n", EscapeForTerminal(p).c_str());
     }
+    if (ended == "marked") {
+      std::printf(
+          "  marked ended (%s): readers and rules stop waiting for more steps; a hook "
+          "will not write this folder again\n",
+          std::string(trial_format::kEndOfJobFile).c_str());
+    } else if (ended == "already") {
+      std::printf("  already marked ended\n");
+    }
+  }
+  if (refused) {
+    std::fprintf(stderr,
+                 "trainscope recover: not marking %s ended: it is still being written by %s; "
+                 "stop that training first\n",
+                 EscapeForTerminal(o.dir).c_str(), EscapeForTerminal(ended.substr(9)).c_str());
+    return kExitFailure;
   }
   return rep.steps_lost > 0 ? kExitIncomplete : kExitOk;
 }
@@ -58,6 +127,10 @@ void RegisterRecover(CLI::App& app, int* exit_code) {
       "recover", "Publish the steps a killed training handed over and left in the trial's journal");
   cmd->add_option("dir", o->dir, "Trial folder")->required();
   cmd->add_flag("--json", o->json, "Print JSON instead of text");
+  cmd->add_flag("--end", o->end,
+                "Then mark the training ended (training_job_end.ts), unless a writer still holds "
+                "the folder: readers and rules stop waiting for more steps (a hook will then "
+                "refuse to write the folder again: do not use it to resume into it)");
   cmd->callback([o, exit_code] { *exit_code = RunRecover(*o); });
 }
 

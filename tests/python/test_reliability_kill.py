@@ -144,3 +144,46 @@ def test_sigkill_loses_no_handed_over_step(tmp_path):
     # The writer lagged: some kills left steps in the journal that only recovery published
     # (without the journal these were lost).
     assert recovered > 0, wheres
+
+
+def test_recover_end_marks_a_killed_training_ended_but_not_a_live_one(tmp_path):
+    """`trainscope recover DIR --end`: after a SIGKILL nobody holds the folder's run.lock, so the
+    end marker is written (readers and rules stop waiting); while the training still writes, its
+    hook holds the lock and the marker is refused, naming the writer."""
+    end = "training_job_end.ts"
+    out = str(tmp_path / "killed")
+    p = launch(tmp_path, out, 40, 1024, 1)
+    handed, _ = kill_after(p, 5)
+    assert handed >= 5
+    r = subprocess.run([CLI, "recover", out, "--end", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["ended"] is True and "end_refused" not in rec, rec
+    assert os.path.exists(os.path.join(out, end))
+    from trainscope import create_trial
+
+    t = create_trial(out)
+    assert t.loaded_all_steps, t.steps()  # the reader knows no step will come
+    assert t.steps() == list(range(len(t.steps()))) and len(t.steps()) >= 5, t.steps()
+    again = subprocess.run([CLI, "recover", out, "--end"], capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0 and "already marked ended" in again.stdout, again.stdout
+
+    live = str(tmp_path / "live")
+    p = launch(tmp_path, live, 100000, 16, 1)
+    try:
+        for line in p.stdout:
+            if line.strip() == "3":
+                break
+        r = subprocess.run([CLI, "recover", live, "--end", "--json"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 1, r.stdout + r.stderr
+        rec = json.loads(r.stdout)
+        assert rec["ended"] is False and f"pid {p.pid}" in rec["end_refused"], rec
+        assert "still being written" in r.stderr, r.stderr
+        assert not os.path.exists(os.path.join(live, end))
+    finally:
+        p.kill()
+        p.wait(timeout=60)
+        p.stdout.close()
