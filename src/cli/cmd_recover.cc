@@ -2,22 +2,16 @@
 // the trial's journal (docs/formats/journal.md, Recovery); with --end, then marks the training
 // ended (training_job_end.ts) when no writer holds the folder (docs/formats/run_lock.md), so
 // readers and rules waiting for more steps stop waiting.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "cli/trial_folder.h"
 #include "trainscope/env.h"
-#include "trainscope/out_dir_lock.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -31,33 +25,12 @@ struct RecoverOptions {
   bool end = false;
 };
 
-// Who still writes `dir`: empty when nobody holds <dir>/.trainscope/run.lock (a `trainscope run`
-// holds it exclusively, hooks started without one hold it shared) or when there is no such file
-// (a trial written by smdebug, or with TRAINSCOPE_LOCK=0: nothing to ask). Probed with a
-// non-blocking exclusive flock(2), released at once.
-std::string LiveWriter(const std::string& dir) {
-  const std::string path = JoinPath(JoinPath(dir, ".trainscope"), "run.lock");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return {};
-  std::string who;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      who = capture::DescribeHookWriters(dir);
-      if (who.empty()) who = "a `trainscope run` (lock " + path + ")";
-    }
-  } else {
-    (void)::flock(fd, LOCK_UN);  // only probed; closing releases it too
-  }
-  ::close(fd);
-  return who;
-}
-
 // --end: the marker, unless a writer lives. Returns what happened for the text and the JSON:
 // "marked", "already" or "refused: <who>".
 std::string MarkEnded(const std::string& dir, const RecoveryReport& rep) {
   Env* env = Env::Default();
   if (env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile))) return "already";
-  std::string who = LiveWriter(dir);
+  std::string who = FolderWriter(dir).value_or("");
   if (who.empty() && !rep.workers_in_use.empty()) {
     who = "the writer of worker " + rep.workers_in_use.front() + " (its journal is locked)";
   }

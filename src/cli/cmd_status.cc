@@ -318,6 +318,10 @@ int RunStatus(const std::string& dir, bool json) {
   auto rules = ReadRuleStatuses(dir);
   auto stop = ReadStopRequest(dir);
   bool ended = env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile));
+  // Not ended and nobody holds the folder: the training died without its end marker.
+  const std::optional<std::string> writer =
+      ended ? std::optional<std::string>() : FolderWriter(dir);
+  const bool orphaned = writer && writer->empty();
   for (const auto& r : rules) {
     if (!r.error.empty()) {
       std::fprintf(stderr, "trainscope status: rule %s: its status file %s\n",
@@ -328,6 +332,9 @@ int RunStatus(const std::string& dir, bool json) {
   const int code = WithIncomplete(RulesExitCode(rules), !incomplete.empty());
   if (json) {
     nlohmann::json j{{"trial", dir}, {"training_ended", ended}, {"rules", StatusesJson(rules)}};
+    // false: the training ended without its end marker (no writer holds the folder); null: ended,
+    // or nobody to ask (no run.lock).
+    j["writer_alive"] = (ended || !writer) ? nlohmann::json(nullptr) : nlohmann::json(!orphaned);
     j["diagnosis"] = DiagnosesJson(rules);
     j["incomplete"] = IncompleteJson(incomplete);
     j["exit_code"] = code;
@@ -337,7 +344,11 @@ int RunStatus(const std::string& dir, bool json) {
     std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << "trial " << EscapeForTerminal(dir)
-              << (ended ? "  (training ended)" : "  (in progress)") << "\n\n";
+              << (ended      ? "  (training ended)"
+                  : orphaned ? "  (no writer: the training ended without its end marker, killed "
+                               "or crashed; `trainscope recover DIR --end` marks it ended)"
+                             : "  (in progress)")
+              << "\n\n";
     if (rules.empty()) {
       std::cout
           << "no rule has run on this trial (run one with `trainscope run --rule NAME -- ...`)\n";

@@ -149,12 +149,20 @@ def test_sigkill_loses_no_handed_over_step(tmp_path):
 def test_recover_end_marks_a_killed_training_ended_but_not_a_live_one(tmp_path):
     """`trainscope recover DIR --end`: after a SIGKILL nobody holds the folder's run.lock, so the
     end marker is written (readers and rules stop waiting); while the training still writes, its
-    hook holds the lock and the marker is refused, naming the writer."""
+    hook holds the lock and the marker is refused, naming the writer. `trainscope status` tells
+    the two apart before: "no writer" (and what to do) against in progress."""
     end = "training_job_end.ts"
     out = str(tmp_path / "killed")
     p = launch(tmp_path, out, 40, 1024, 1)
     handed, _ = kill_after(p, 5)
     assert handed >= 5
+    # `trainscope status` sees that nobody writes the folder any more, and says what to do.
+    st = subprocess.run([CLI, "status", out, "--json"], capture_output=True, text=True,
+                        timeout=60)
+    st = json.loads(st.stdout)
+    assert st["training_ended"] is False and st["writer_alive"] is False, st
+    st = subprocess.run([CLI, "status", out], capture_output=True, text=True, timeout=60)
+    assert "no writer" in st.stdout and "recover DIR --end" in st.stdout, st.stdout
     r = subprocess.run([CLI, "recover", out, "--end", "--json"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -169,6 +177,10 @@ def test_recover_end_marks_a_killed_training_ended_but_not_a_live_one(tmp_path):
     again = subprocess.run([CLI, "recover", out, "--end"], capture_output=True, text=True,
                            timeout=60)
     assert again.returncode == 0 and "already marked ended" in again.stdout, again.stdout
+    st = subprocess.run([CLI, "status", out, "--json"], capture_output=True, text=True,
+                        timeout=60)
+    st = json.loads(st.stdout)
+    assert st["training_ended"] is True and st["writer_alive"] is None, st
 
     live = str(tmp_path / "live")
     p = launch(tmp_path, live, 100000, 16, 1)
@@ -176,6 +188,9 @@ def test_recover_end_marks_a_killed_training_ended_but_not_a_live_one(tmp_path):
         for line in p.stdout:
             if line.strip() == "3":
                 break
+        st = subprocess.run([CLI, "status", live, "--json"], capture_output=True, text=True,
+                            timeout=60)
+        assert json.loads(st.stdout)["writer_alive"] is True, st.stdout
         r = subprocess.run([CLI, "recover", live, "--end", "--json"], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 1, r.stdout + r.stderr
