@@ -133,6 +133,21 @@ std::string DescribeHookWriters(const std::string& out_dir) {
   return out;
 }
 
+std::optional<std::string> DescribeFolderWriters(const std::string& out_dir) {
+  const std::string path = JoinPath(JoinPath(out_dir, kMetaDir), kRunLock);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  std::string who;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      who = DescribeHookWriters(out_dir);
+      if (who.empty()) who = "a `trainscope run` (lock " + path + ")";
+    }
+  }  // else nobody holds it: closing releases the probe
+  ::close(fd);
+  return who;
+}
+
 Result<std::unique_ptr<OutDirLock>> OutDirLock::Acquire(const std::string& out_dir,
                                                         const std::string& worker, int world_size,
                                                         Env* env) {

@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
-#include "cli/trial_folder.h"
 #include "trainscope/env.h"
+#include "trainscope/out_dir_lock.h"
 #include "trainscope/trial_format.h"
 #include "trainscope/writer.h"
 
@@ -25,19 +25,23 @@ struct RecoverOptions {
   bool end = false;
 };
 
-// --end: the marker, unless a writer lives. Returns what happened for the text and the JSON:
-// "marked", "already" or "refused: <who>".
-std::string MarkEnded(const std::string& dir, const RecoveryReport& rep) {
+// What --end did: the marker written, found already there, or refused (`who` still writes).
+struct EndResult {
+  enum { kMarked, kAlready, kRefused } what = kMarked;
+  std::string who;
+};
+
+// --end: the marker, unless a writer lives (the folder's run.lock, or a journal in use).
+EndResult MarkEnded(const std::string& dir, const RecoveryReport& rep) {
   Env* env = Env::Default();
-  if (env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile))) return "already";
-  std::string who = FolderWriter(dir).value_or("");
+  if (env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile))) return {EndResult::kAlready};
+  std::string who = capture::DescribeFolderWriters(dir).value_or("");
   if (who.empty() && !rep.workers_in_use.empty()) {
     who = "the writer of worker " + rep.workers_in_use.front() + " (its journal is locked)";
   }
-  if (!who.empty()) return "refused: " + who;
-  Status s = WriteEndOfJob(env, dir);
-  if (!s.ok()) return "refused: " + s.ToString();
-  return "marked";
+  if (!who.empty()) return {EndResult::kRefused, who};
+  if (Status s = WriteEndOfJob(env, dir); !s.ok()) return {EndResult::kRefused, s.ToString()};
+  return {EndResult::kMarked};
 }
 
 int RunRecover(const RecoverOptions& o) {
@@ -48,8 +52,8 @@ int RunRecover(const RecoverOptions& o) {
     return kExitFailure;
   }
   const RecoveryReport& rep = *r;
-  const std::string ended = o.end ? MarkEnded(o.dir, rep) : std::string();
-  const bool refused = ended.rfind("refused: ", 0) == 0;
+  const EndResult ended = o.end ? MarkEnded(o.dir, rep) : EndResult{};
+  const bool refused = o.end && ended.what == EndResult::kRefused;
   if (o.json) {
     nlohmann::json j = {{"dir", o.dir},
                         {"steps_recovered", rep.steps_recovered},
@@ -59,7 +63,7 @@ int RunRecover(const RecoverOptions& o) {
                         {"problems", rep.problems}};
     if (o.end) {
       j["ended"] = !refused;
-      if (refused) j["end_refused"] = ended.substr(9);
+      if (refused) j["end_refused"] = ended.who;
     }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -73,12 +77,12 @@ int RunRecover(const RecoverOptions& o) {
     for (const std::string& p : rep.problems) {
       std::printf("  %s\n", EscapeForTerminal(p).c_str());
     }
-    if (ended == "marked") {
+    if (o.end && ended.what == EndResult::kMarked) {
       std::printf(
           "  marked ended (%s): readers and rules stop waiting for more steps; a hook "
           "will not write this folder again\n",
           std::string(trial_format::kEndOfJobFile).c_str());
-    } else if (ended == "already") {
+    } else if (o.end && ended.what == EndResult::kAlready) {
       std::printf("  already marked ended\n");
     }
   }
@@ -86,7 +90,7 @@ int RunRecover(const RecoverOptions& o) {
     std::fprintf(stderr,
                  "trainscope recover: not marking %s ended: it is still being written by %s; "
                  "stop that training first\n",
-                 EscapeForTerminal(o.dir).c_str(), EscapeForTerminal(ended.substr(9)).c_str());
+                 EscapeForTerminal(o.dir).c_str(), EscapeForTerminal(ended.who).c_str());
     return kExitFailure;
   }
   return rep.steps_lost > 0 ? kExitIncomplete : kExitOk;

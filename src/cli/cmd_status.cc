@@ -12,6 +12,7 @@
 #include "cli/trial_folder.h"
 #include "trainscope/diagnosis.h"
 #include "trainscope/env.h"
+#include "trainscope/out_dir_lock.h"
 #include "trainscope/rule_registry.h"
 #include "trainscope/trial.h"
 #include "trainscope/trial_format.h"
@@ -320,7 +321,7 @@ int RunStatus(const std::string& dir, bool json) {
   bool ended = env->FileExists(JoinPath(dir, trial_format::kEndOfJobFile));
   // Not ended and nobody holds the folder: the training died without its end marker.
   const std::optional<std::string> writer =
-      ended ? std::optional<std::string>() : FolderWriter(dir);
+      ended ? std::optional<std::string>() : capture::DescribeFolderWriters(dir);
   const bool orphaned = writer && writer->empty();
   for (const auto& r : rules) {
     if (!r.error.empty()) {

@@ -1,14 +1,8 @@
 #include "cli/trial_folder.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <string_view>
 
 #include "trainscope/env.h"
-#include "trainscope/out_dir_lock.h"
 #include "trainscope/profiler_format.h"
 #include "trainscope/rule_output_format.h"
 #include "trainscope/trial_format.h"
@@ -37,23 +31,6 @@ Status CheckTrialFolder(const std::string& dir) {
       "and what `trainscope run` and its rules wrote (.trainscope/, rule-output/), and "
       "this folder holds none of them; give the --out of `trainscope run` or a hook's "
       "out_dir");
-}
-
-std::optional<std::string> FolderWriter(const std::string& dir) {
-  const std::string path = JoinPath(JoinPath(dir, ".trainscope"), "run.lock");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
-  std::string who;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      who = capture::DescribeHookWriters(dir);
-      if (who.empty()) who = "a `trainscope run` (lock " + path + ")";
-    }
-  } else {
-    (void)::flock(fd, LOCK_UN);  // only probed; closing releases it too
-  }
-  ::close(fd);
-  return who;
 }
 
 }  // namespace trainscope::cli

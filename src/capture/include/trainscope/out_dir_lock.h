@@ -21,6 +21,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "trainscope/env.h"
@@ -59,5 +60,12 @@ std::string DescribeLockOwner(const std::string& text, const std::string& fallba
 // message of a `trainscope run` refused by them; empty when none is found. Probes each
 // .trainscope/worker_*.lock with a non-blocking shared lock, released at once.
 std::string DescribeHookWriters(const std::string& out_dir);
+
+// Who still writes `out_dir`, asked of its run.lock (held exclusively by a `trainscope run`,
+// shared by hooks) with a non-blocking exclusive flock(2), released at once: an empty string when
+// nobody holds it, else the holder described (DescribeHookWriters, or "a `trainscope run`");
+// nullopt when the folder has no run.lock (a trial written by smdebug, or with TRAINSCOPE_LOCK=0:
+// nobody to ask). For `trainscope status` and `trainscope recover --end`.
+std::optional<std::string> DescribeFolderWriters(const std::string& out_dir);
 
 }  // namespace trainscope::capture
