@@ -54,7 +54,14 @@ fi
 want=$(sha256sum requirements.lock | cut -c1-16)
 if [[ "$(cat "$VENV/.lock-hash" 2>/dev/null)" != "$want" ]]; then
   log "installing pinned Python packages (requirements.lock; PyTorch is large, this takes minutes)"
-  "$PY" -m pip install -q -r requirements.lock
+  # No pip cache: the wheels (PyTorch's CUDA libraries are 3 GB of them) would be kept twice,
+  # once in ~/.cache/pip and once unpacked in the environment (about 7 GB).
+  if ! "$PY" -m pip install -q --no-cache-dir -r requirements.lock; then
+    free=$(df -Pk "$VENV" | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }')
+    echo "setup: installing requirements.lock into $VENV failed (above); the environment needs" \
+      "about 7 GB and pip about 4 GB more while it installs; $free GB are free there" >&2
+    exit 1
+  fi
   echo "$want" >"$VENV/.lock-hash"
 fi
 
