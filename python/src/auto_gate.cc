@@ -183,7 +183,15 @@ PyObject* ForwardPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   const int pending = AttrTruth(s, names.pending);
   const int eval = AttrTruth(s, names.eval);
   if (pending < 0 || eval < 0) return slow();
-  if (pending == 0 && eval == 0) Py_RETURN_NONE;  // a forward pass inside a training step
+  if (pending == 0 && eval == 0) {  // a forward pass inside a training step (a rollout's)
+    Ref core(PyObject_GetAttr(hook.get(), names.core));
+    if (core) {
+      HookCountModelCall(core.get());
+    } else {
+      PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+  }
   if (eval == 1) return slow();
   // A training step begins, the usual case: when nothing is held for the step that ends and
   // the hook's boundary is on its fast path, the C++ boundary alone.
@@ -201,7 +209,7 @@ PyObject* ForwardPre(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_Clear();
     return slow();
   }
-  const int flags = HookBoundary(core.get());
+  const int flags = HookBoundary(core.get(), /*model_call=*/true);
   if (flags == 0) Py_RETURN_NONE;
   // Saving, phases, a stop, or a failed boundary (-1: the Python boundary makes it again).
   Ref flags_obj(PyLong_FromLong(flags));

@@ -31,8 +31,13 @@ void ResetWithoutGil(std::unique_ptr<T>& owner) noexcept {
 
 // The step boundary of `core_hook`, a _core.Hook (its boundary() method, without pybind11's
 // dispatch): its BOUNDARY_* flags, or -1 when `core_hook` is not a _core.Hook or the boundary
-// failed (no Python error is left set). Needs the GIL. python/src/capture_bindings.cc.
-int HookBoundary(PyObject* core_hook) noexcept;
+// failed (no Python error is left set). `model_call`: a call of the model makes it, and counts
+// as the new step's first (Hook::CountModelCall). Needs the GIL. python/src/capture_bindings.cc.
+int HookBoundary(PyObject* core_hook, bool model_call = false) noexcept;
+
+// Hook::CountModelCall of `core_hook`, a _core.Hook; nothing when it is not one (no Python error
+// is left set). Needs the GIL.
+void HookCountModelCall(PyObject* core_hook) noexcept;
 
 // The truth of obj.<name> as `if obj.name:` sees it: 1, 0, or -1 when it cannot be told (no
 // such attribute, a __bool__ that raises; no Python error is left set). For the C callbacks

@@ -426,7 +426,11 @@ PyObject* ForwardPreHook(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     return nullptr;
   }
   PyHook& h = *t->hook;
-  if (h.explicit_steps || h.slow.is_none()) Py_RETURN_NONE;
+  if (h.explicit_steps) {  // hook.step() marks the steps: a call inside one (a rollout's)
+    h.h().CountModelCall();
+    Py_RETURN_NONE;
+  }
+  if (h.slow.is_none()) Py_RETURN_NONE;
   if (!h.fast) return PyObject_CallOneArg(h.slow.ptr(), args[0]);
   int flags = 0;
   try {
@@ -471,12 +475,23 @@ py::object MakeForwardPreHook(PyHook& hook, py::handle owner) {
 
 }  // namespace
 
-int HookBoundary(PyObject* core_hook) noexcept {
+int HookBoundary(PyObject* core_hook, bool model_call) noexcept {
   try {
-    return py::handle(core_hook).cast<PyHook&>().Boundary();
+    PyHook& h = py::handle(core_hook).cast<PyHook&>();
+    const int flags = h.Boundary();
+    if (model_call) h.h().CountModelCall();
+    return flags;
   } catch (...) {  // not a _core.Hook, or the boundary threw (fail open: the caller goes on)
     PyErr_Clear();
     return -1;
+  }
+}
+
+void HookCountModelCall(PyObject* core_hook) noexcept {
+  try {
+    py::handle(core_hook).cast<PyHook&>().h().CountModelCall();
+  } catch (...) {  // not a _core.Hook
+    PyErr_Clear();
   }
 }
 
@@ -692,6 +707,9 @@ void RegisterCapture(py::module_& m) {
           py::arg("modules"),
           "Records the modules (name, class) in the order they ran in the first step "
           "(_meta.modules).")
+      .def(
+          "count_model_call", [](PyHook& h) { h.h().CountModelCall(); },
+          "Counts one call of the model in the current step (index meta.model_calls).")
       .def(
           "set_closure_steps",
           [](PyHook& h,

@@ -330,7 +330,14 @@ Thread-safe.)doc")
             return out;
           },
           py::arg("step"), py::arg("worker") = "",
-          "[{'optimizer', 'evaluations': [[names], ...]}] recorded at the global step.");
+          "[{'optimizer', 'evaluations': [[names], ...]}] recorded at the global step.")
+      .def(
+          "model_calls",
+          [](PyTrial& s, int64_t step, const std::string& worker) {
+            return NoGil([&] { return s.t().ModelCalls(step, worker); });
+          },
+          py::arg("step"), py::arg("worker") = "",
+          "Calls of the model recorded at the global step (index meta.model_calls); 0: none.");
 }
 
 }  // namespace trainscope::python

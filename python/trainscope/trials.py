@@ -264,6 +264,15 @@ class Trial:
         for the first worker by name that recorded one. See docs/formats/index.md."""
         return self._core.closure_steps(int(step), str(worker))
 
+    def model_calls(self, step, worker=""):
+        """How many times the model was called in global `step` (trainscope's automatic mode
+        counts a rollout's calls: reinforcement learning calls the model once per action and
+        steps the optimizer once per episode), when twice or more; 0 when not recorded (one
+        call, a step that saved nothing, a trial written by smdebug or a script's own hook
+        without ``hook.step()``). `worker`: "" for the first worker by name that recorded it.
+        See docs/formats/index.md, ``meta.model_calls``."""
+        return self._core.model_calls(int(step), str(worker))
+
     # Tensors.
 
     def tensor(self, tname):

@@ -398,6 +398,7 @@ bool Hook::Step() {
     return false;
   }
   EndStep();
+  model_calls_.store(0, std::memory_order_relaxed);
   if (d.saved_any_step && !d.collections_exported) d.Note(d.ExportCollections(), "(collections)");
   if (!d.prepared || d.CollectionsChanged()) {
     Status s = Prepare();
@@ -427,7 +428,15 @@ bool Hook::Step() {
   return d.due != 0;
 }
 
-void Hook::EndStep() { impl_->EndStep(); }
+void Hook::EndStep() {
+  Impl& d = *impl_;
+  // The step's model calls go into its index (meta.model_calls) before the index is written.
+  const int64_t calls = model_calls_.load(std::memory_order_relaxed);
+  if (calls >= 2 && d.step_pending && d.step_open && !d.closed) {
+    d.Note(d.writer->SetModelCalls(calls), "(model calls)");
+  }
+  d.EndStep();
+}
 
 void Hook::SetClosureSteps(std::vector<ClosureStep> closures) {
   Impl& d = *impl_;

@@ -109,6 +109,11 @@ class LossNotDecreasing : public BuiltinRule {
   // this fraction of them on each side of zero and of successive pairs changing sign.
   static constexpr size_t kSignedMinValues = 16;
   static constexpr double kSignedFraction = 0.2;
+  // A series whose steps call the model many times (a rollout: index meta.model_calls) is not
+  // judged by its level once the calls per step of a window and of the first window differ by
+  // this factor, the larger of the two being at least kRolloutCalls (NoteRollout).
+  static constexpr double kRolloutCalls = 8;
+  static constexpr double kRolloutChange = 2;
 
   static std::vector<ParamSpec> Specs() {
     return {CollectionNamesSpec(),
@@ -198,6 +203,10 @@ class LossNotDecreasing : public BuiltinRule {
     // The step's losses in series order: a loss's closure evaluations (LBFGS) are one series.
     const std::vector<LossPoint> points = OrderLossTensors(
         names, phases ? std::vector<ClosureStep>() : data().trial().ClosureSteps(step));
+    // The model's calls in this step (1 when not recorded): a rollout's length (NoteRollout).
+    const int64_t calls = trend_ && !phases && !points.empty()
+                              ? std::max<int64_t>(1, data().trial().ModelCalls(step))
+                              : 1;
     for (const LossPoint& point : points) {
       const std::string& name = point.series;
       TS_ASSIGN_OR_RETURN(auto value, ScalarAt(data(), point.tensor, step));
@@ -231,6 +240,7 @@ class LossNotDecreasing : public BuiltinRule {
         s.open = true;
       }
       s.Add(*value, trend_);
+      if (trend_) s.calls_sum += static_cast<double>(calls);
       if (pos == s.start + num_steps_ - 1) {
         CloseAny(name, s, step, &v, &trend, &closed);
         s.open = false;
@@ -265,6 +275,17 @@ class LossNotDecreasing : public BuiltinRule {
     if (!trend_) return {};
     std::string out;
     for (const auto& [name, s] : series_) {
+      if (s.rollout_step >= 0) {
+        if (!out.empty()) out += "; ";
+        out += name + " was not judged from step " + std::to_string(s.rollout_step) +
+               ": the training called its model " + Num(s.rollout_calls) +
+               " times a step then, against " + Num(s.first_calls) +
+               " in its first steps (a rollout: reinforcement learning calls the model once per "
+               "action and steps once per episode), so the loss sums a number of terms that "
+               "changes and its level does not measure progress; watch the return or a "
+               "validation metric instead";
+        continue;
+      }
       if (s.signed_step >= 0) {
         if (!out.empty()) out += "; ";
         out += name + " was not judged from step " + std::to_string(s.signed_step) +
@@ -351,6 +372,13 @@ class LossNotDecreasing : public BuiltinRule {
     // fractions of negative values and sign changes then.
     int64_t signed_step = -1;
     double signed_negative = 0, signed_changes = 0;
+    // Model calls per step (NoteRollout): their sum over the open window's values, their mean
+    // over the first window; a rollout whose length changed: not judged from then on, when it
+    // was seen and the means then.
+    double calls_sum = 0;
+    double first_calls = NAN;
+    int64_t rollout_step = -1;
+    double rollout_calls = 0;
     // Closure evaluations (LBFGS): the series is a loss's evaluations in (step, evaluation)
     // order; a position is a value, and next_pos the next one's.
     bool by_evaluation = false;
@@ -408,10 +436,12 @@ class LossNotDecreasing : public BuiltinRule {
     const double n = static_cast<double>(s.count);
     const double mean = s.sum / n;
     const double median = Median(s.values);
-    s.sum = s.m = s.m2 = 0;
+    const double calls = s.calls_sum / n;
+    s.sum = s.m = s.m2 = s.calls_sum = 0;
     s.count = 0;
     s.values.clear();
     if (s.windows == 0) {
+      s.first_calls = calls;
       // The start: the median of the first window (robust to batch noise); for divergence the
       // lowest of its first kInitValues values (a loss can jump within its first steps, after
       // one huge update, and the level before the jump is the start).
@@ -425,8 +455,12 @@ class LossNotDecreasing : public BuiltinRule {
     // falls (a Gaussian NLL) has a level that measures progress; a series that keeps changing
     // sign around zero does not (REINFORCE's -log p * normalised return grows with the episodes'
     // length while the policy improves): from then on it is not judged, and the status says so.
-    if (s.signed_step < 0) NoteSigned(s, step);
-    if (s.signed_step >= 0) {
+    // Likewise a loss summed over a rollout (reinforcement learning calls the model once per
+    // action and steps once per episode) whose length changed: an actor-critic's loss grows with
+    // its episodes while the policy improves.
+    if (s.signed_step < 0 && s.rollout_step < 0) NoteRollout(s, step, calls);
+    if (s.signed_step < 0 && s.rollout_step < 0) NoteSigned(s, step);
+    if (s.signed_step >= 0 || s.rollout_step >= 0) {
       s.converged_step = -1;
       return;
     }
@@ -566,6 +600,16 @@ class LossNotDecreasing : public BuiltinRule {
     } else if (z <= -kTrendZ) {
       s.converged_step = -1;  // still improving
     }
+  }
+
+  // Marks `s` as a rollout's loss at `step` when the mean calls of the model per step of the
+  // window that closes (`calls`) and of the first window differ by kRolloutChange or more, the
+  // larger at least kRolloutCalls.
+  static void NoteRollout(Series& s, int64_t step, double calls) {
+    const double lo = std::min(calls, s.first_calls), hi = std::max(calls, s.first_calls);
+    if (!(hi >= kRolloutCalls && hi >= kRolloutChange * lo)) return;
+    s.rollout_step = step;
+    s.rollout_calls = calls;
   }
 
   // Marks `s` as centred on zero at `step` when its last values (kSignedMinValues at least) lie

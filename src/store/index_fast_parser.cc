@@ -230,6 +230,10 @@ bool FastParseIndexFile(std::string_view text, IndexFileView* out) {
         }
         // trainscope's closure record (a few LBFGS steps): left to ParseIndexFile.
         if (mkey == "closure_evaluations") return false;
+        if (mkey == "model_calls") {  // a non-negative integer; anything else: ParseIndexFile's
+          return Once(&mseen, 8) && c.Signed(&out->model_calls) && out->model_calls >= 0 &&
+                 out->model_calls <= (int64_t{1} << 62);
+        }
         return c.SkipScalar();
       });
     }
@@ -266,6 +270,7 @@ void ViewOf(const IndexFile& file, IndexFileView* out) {
   out->mode_step = file.mode_step;
   out->event_file_name = file.event_file_name;
   out->closures = file.closures.empty() ? nullptr : &file.closures;
+  out->model_calls = file.model_calls;
   for (const IndexTensorEntry& t : file.tensors) {
     out->tensors.push_back({t.tensorname, t.start_idx, t.length, t.crc32c});
   }

@@ -46,12 +46,14 @@ struct IndexFileView {
   // meta.closure_evaluations: only from ViewOf (the fast parser declines files that have it);
   // nullptr = absent.
   const std::vector<ClosureStep>* closures = nullptr;
+  int64_t model_calls = 0;  // meta.model_calls; 0 = absent
 
   void Clear() {
     tensors.clear();
     shapes.clear();
     dims.clear();
     closures = nullptr;
+    model_calls = 0;
   }
 };
 

@@ -107,6 +107,10 @@ std::string EncodeIndexFile(const IndexFile& index) {
     }
     out.push_back(']');
   }
+  if (index.model_calls >= 2) {
+    out.append(", \"model_calls\": ");
+    out.append(std::to_string(index.model_calls));
+  }
   out.append("}, \"tensor_payload\": [");
   for (size_t i = 0; i < index.tensors.size(); ++i) {
     const IndexTensorEntry& t = index.tensors[i];
@@ -266,6 +270,13 @@ class IndexParser {
 
     TS_ASSIGN_OR_RETURN(const Json* closures, Member(*meta, "closure_evaluations", "meta", false));
     if (closures != nullptr) TS_RETURN_IF_ERROR(ParseClosures(*closures, &out.closures));
+    TS_ASSIGN_OR_RETURN(const Json* calls, Member(*meta, "model_calls", "meta", false));
+    if (calls != nullptr) {
+      if (!calls->is_number_unsigned() || calls->get<uint64_t>() > (uint64_t{1} << 62)) {
+        return Error("meta.model_calls is not a non-negative integer");
+      }
+      out.model_calls = static_cast<int64_t>(calls->get<uint64_t>());
+    }
 
     if (shapes != nullptr && !shapes->is_null()) {
       if (!shapes->is_array()) return Error("\"shape_payload\" is not a list");

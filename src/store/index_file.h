@@ -6,7 +6,8 @@
 //    "shape_payload": [{"tensorname": "x", "originalname": "x", "shape": [16, 8]}]}
 //
 // `meta.closure_evaluations` (optional) is trainscope's too: the loss tensors each closure
-// evaluation of an optimizer step saved (index.md).
+// evaluation of an optimizer step saved (index.md); so is `meta.model_calls` (optional), the
+// calls of the model in the step.
 // `crc32c` is trainscope's extra key: the plain (unmasked) CRC32C of the record's payload.
 // smdebug ignores unknown keys; our reader checks it when present.
 //
@@ -46,6 +47,9 @@ struct IndexFile {
   std::vector<IndexShapeEntry> shapes;
   // meta.closure_evaluations (trainscope's, optional; empty = absent).
   std::vector<ClosureStep> closures;
+  // meta.model_calls (trainscope's, optional): calls of the model in the step; written when 2 or
+  // more, 0 = absent.
+  int64_t model_calls = 0;
 };
 
 // Serialises `index` as smdebug's IndexWriter does (json.dumps key order and separators), plus

@@ -89,6 +89,9 @@ class StepBuffer {
   // The index's meta.closure_evaluations (TrialWriter::SetClosureSteps).
   void set_closures(std::vector<ClosureStep> c) { closures_ = std::move(c); }
   const std::vector<ClosureStep>& closures() const { return closures_; }
+  // The index's meta.model_calls (TrialWriter::SetModelCalls).
+  void set_model_calls(int64_t n) { model_calls_ = n; }
+  int64_t model_calls() const { return model_calls_; }
 
  private:
   struct Record {
@@ -139,6 +142,7 @@ class StepBuffer {
   std::vector<IndexShapeEntry> shapes_;
   std::unordered_map<std::string, size_t> shape_of_;
   std::vector<ClosureStep> closures_;
+  int64_t model_calls_ = 0;
   std::vector<std::shared_ptr<const void>> keepalives_;
   std::string scratch_;
   uint64_t file_size_ = 0;

@@ -196,4 +196,8 @@ std::vector<ClosureStep> Trial::ClosureSteps(int64_t step, const std::string& wo
   return impl_->ClosureSteps(step, worker);
 }
 
+int64_t Trial::ModelCalls(int64_t step, const std::string& worker) {
+  return impl_->ModelCalls(step, worker);
+}
+
 }  // namespace trainscope

@@ -107,6 +107,7 @@ class Trial::Impl {
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step, Mode mode,
                                      const std::string& worker);
   std::vector<ClosureStep> ClosureSteps(int64_t step, const std::string& worker);
+  int64_t ModelCalls(int64_t step, const std::string& worker);
 
  private:
   friend class Trial;  // reads the fields fixed at Open

@@ -38,12 +38,17 @@ void TrialIndex::SetClosures(int64_t step, uint16_t worker, std::vector<ClosureS
   closures_[{step, worker}] = std::move(closures);
 }
 
-const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step) const {
-  const std::vector<ClosureStep>* best = nullptr;
+namespace {
+
+// The value at `step` of the first worker by name in a per-(step, worker) record; nullptr if none.
+template <typename T>
+const T* FirstWorkerAt(const std::map<std::pair<int64_t, uint16_t>, T>& records, int64_t step,
+                       const std::vector<std::string>& workers) {
+  const T* best = nullptr;
   const std::string* best_worker = nullptr;
-  for (auto it = closures_.lower_bound({step, 0}); it != closures_.end() && it->first.first == step;
+  for (auto it = records.lower_bound({step, 0}); it != records.end() && it->first.first == step;
        ++it) {
-    const std::string& w = workers_[it->first.second];
+    const std::string& w = workers[it->first.second];
     if (best == nullptr || w < *best_worker) {
       best = &it->second;
       best_worker = &w;
@@ -52,9 +57,35 @@ const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step) const {
   return best;
 }
 
+template <typename T>
+const T* WorkerAt(const std::map<std::pair<int64_t, uint16_t>, T>& records, int64_t step,
+                  uint16_t worker) {
+  auto it = records.find({step, worker});
+  return it == records.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step) const {
+  return FirstWorkerAt(closures_, step, workers_);
+}
+
 const std::vector<ClosureStep>* TrialIndex::Closures(int64_t step, uint16_t worker) const {
-  auto it = closures_.find({step, worker});
-  return it == closures_.end() ? nullptr : &it->second;
+  return WorkerAt(closures_, step, worker);
+}
+
+void TrialIndex::SetModelCalls(int64_t step, uint16_t worker, int64_t calls) {
+  model_calls_[{step, worker}] = calls;
+}
+
+int64_t TrialIndex::ModelCalls(int64_t step) const {
+  const int64_t* calls = FirstWorkerAt(model_calls_, step, workers_);
+  return calls == nullptr ? 0 : *calls;
+}
+
+int64_t TrialIndex::ModelCalls(int64_t step, uint16_t worker) const {
+  const int64_t* calls = WorkerAt(model_calls_, step, worker);
+  return calls == nullptr ? 0 : *calls;
 }
 
 uint32_t TrialIndex::InternTensor(std::string_view base_name) {
@@ -203,6 +234,7 @@ size_t TrialIndex::MemoryUsage() const {
   for (const FileRecord& f : files_) bytes += sizeof(f) + f.event_file.capacity();
   bytes += (files_.capacity() - files_.size()) * sizeof(FileRecord);
   bytes += dims_.capacity() * sizeof(int64_t) + big_lengths_.capacity() * sizeof(uint64_t);
+  bytes += model_calls_.size() * (sizeof(std::pair<int64_t, uint16_t>) + sizeof(int64_t) + 48);
   for (const auto& [key, steps] : closures_) {
     bytes += sizeof(key) + 48;  // map node
     for (const ClosureStep& c : steps) {

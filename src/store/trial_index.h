@@ -103,6 +103,13 @@ class TrialIndex {
   const std::vector<ClosureStep>* Closures(int64_t step) const;
   // The record of `worker` at `step`; nullptr if none.
   const std::vector<ClosureStep>* Closures(int64_t step, uint16_t worker) const;
+  // The calls of the model (index meta.model_calls, 2 or more) of `worker` at `step`; a later
+  // file for the same step and worker replaces it.
+  void SetModelCalls(int64_t step, uint16_t worker, int64_t calls);
+  // Those of the first worker by name that has them at `step`; 0 if none.
+  int64_t ModelCalls(int64_t step) const;
+  // Those of `worker` at `step`; 0 if none.
+  int64_t ModelCalls(int64_t step, uint16_t worker) const;
 
   // Base tensors (reductions folded), by id.
   std::optional<uint32_t> FindTensor(std::string_view name) const;
@@ -155,6 +162,8 @@ class TrialIndex {
   std::vector<FileRecord> files_;
   // Only the steps that have a closure record (few: LBFGS trainings run tens of steps).
   std::map<std::pair<int64_t, uint16_t>, std::vector<ClosureStep>> closures_;
+  // Only the steps that record model calls (a rollout's: reinforcement learning).
+  std::map<std::pair<int64_t, uint16_t>, int64_t> model_calls_;
   std::vector<int64_t> dims_;
   std::vector<uint64_t> big_lengths_;
 };

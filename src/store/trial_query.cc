@@ -463,4 +463,12 @@ std::vector<ClosureStep> Trial::Impl::ClosureSteps(int64_t step, const std::stri
   return found == nullptr ? std::vector<ClosureStep>() : *found;
 }
 
+int64_t Trial::Impl::ModelCalls(int64_t step, const std::string& worker) {
+  (void)MaybeRefresh();  // answers with what it can read (as above)
+  MutexLock l(&mu_);
+  if (worker.empty()) return index_.ModelCalls(step);
+  auto id = index_.FindWorker(worker);
+  return id ? index_.ModelCalls(step, *id) : 0;
+}
+
 }  // namespace trainscope

@@ -127,6 +127,7 @@ Status Trial::Impl::Load(std::vector<FoundIndexFile>& found, bool* changed) {
                         std::span<const int64_t>(ix.dims.data() + e.first_dim, e.num_dims));
       }
       if (ix.closures != nullptr) index_.SetClosures(p.file->step, worker, *ix.closures);
+      if (ix.model_calls > 0) index_.SetModelCalls(p.file->step, worker, ix.model_calls);
       tracker_.AddWorkerStep(p.file->step, ix.mode, ix.mode_step);
       *changed = true;
     }

@@ -228,6 +228,12 @@ class TrialWriter::Impl {
     return Status::OK();
   }
 
+  Status SetModelCalls(int64_t calls) {
+    if (step_ == nullptr) return Status::InvalidArgument("SetModelCalls: no step is open");
+    step_->set_model_calls(calls);
+    return Status::OK();
+  }
+
   Status WriteCollections(std::string_view json) {
     const std::string rel = trial_format::CollectionsFilePath(options_.worker);
     const std::string path = JoinPath(dir_, rel);
@@ -244,6 +250,7 @@ class TrialWriter::Impl {
     index.mode_step = step.mode_step();
     index.shapes = step.shapes();
     index.closures = step.closures();
+    index.model_calls = step.model_calls();
     if (step.has_records()) {
       index.event_file_name = trial_format::EventFilePath(step.step(), worker);
       index.tensors = step.TensorEntries();
@@ -471,6 +478,7 @@ class TrialWriter::Impl {
     index->mode_step = step.mode_step();
     index->shapes = step.shapes();
     index->closures = step.closures();
+    index->model_calls = step.model_calls();
     if (!step.has_records()) return Status::OK();
     index->event_file_name = trial_format::EventFilePath(step.step(), options_.worker);
     *event_path = JoinPath(dir_, index->event_file_name);
@@ -677,6 +685,7 @@ bool TrialWriter::step_open() const { return impl_->step_open(); }
 Status TrialWriter::SetClosureSteps(std::vector<ClosureStep> closures) {
   return impl_->SetClosureSteps(std::move(closures));
 }
+Status TrialWriter::SetModelCalls(int64_t calls) { return impl_->SetModelCalls(calls); }
 Status TrialWriter::WriteCollections(std::string_view json) {
   return impl_->WriteCollections(json);
 }

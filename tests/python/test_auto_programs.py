@@ -105,6 +105,8 @@ def test_plain_loop(tmp_path):
     t = trial_of(path)
     # One trial step per optimizer step: 40 steps, every 5th saved.
     assert train_steps(t) == list(range(0, 40, SAVE_INTERVAL))
+    # One call of the model a step: no meta.model_calls (index.md), in TRAIN steps or EVAL ones.
+    assert [t.model_calls(s) for s in t.steps()] == [0] * len(t.steps())
     names = set(t.tensor_names())
     assert {"Net_fc1.weight", "Net_out.weight", "gradient/Net_fc1.weight",
             "gradient/Net_out.bias", "CrossEntropyLoss_output_0"} <= names, sorted(names)
@@ -358,6 +360,30 @@ def test_policy_gradient_reinforcement_learning(tmp_path):
     assert len(values) == 120 and min(values) < 0 < max(values)
     status = statuses(path)["LossNotDecreasing"]
     assert "takes both signs around zero" in status["message"], status
+
+
+def test_actor_critic_reinforcement_learning(tmp_path):
+    """An actor-critic on the cart-pole (reinforce_cartpole.py --critic, as pytorch/examples'
+    actor_critic.py): the model is called once per action and the optimizer steps once per
+    episode. The automatic mode counts the calls of each step (index meta.model_calls): they are
+    the episodes' lengths. The loss sums one term per call, so it follows the episodes' length,
+    which LossNotDecreasing took for a rising loss in pytorch/examples' run (step 149); the series
+    is now marked as a rollout's and not judged, and the status says so. No finding, exit 0."""
+    p, path = run_auto(tmp_path, python("reinforce_cartpole.py", "--critic", "--episodes", "200"),
+                       save_interval=None)
+    assert p.returncode == 0, p.stderr[-3000:]
+    printed = {int(line.split()[1]): int(line.split()[4]) for line in p.stdout.splitlines()
+               if line.startswith("episode ")}
+    assert len(printed) == 20, p.stdout
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    assert train_steps(t) == list(range(200)), t.steps()
+    # Episode e is step e - 1 (the first, before the automatic mode made its hook, is uncounted).
+    assert {e: t.model_calls(e - 1) for e in printed} == printed
+    calls = [t.model_calls(s) for s in range(1, 200)]
+    assert min(calls) >= 8 and max(calls) >= 2 * min(calls), calls
+    status = statuses(path)["LossNotDecreasing"]
+    assert "the training called its model" in status["message"], status
 
 
 def test_manual_updates_planted_explosion_is_caught(tmp_path):

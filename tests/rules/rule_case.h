@@ -311,9 +311,11 @@ struct StepPlan {
   int64_t mode_step = 0;
   const Json* tensors = nullptr;   // name -> spec
   const Json* closures = nullptr;  // the index's meta.closure_evaluations, or nullptr
-  int64_t k = 0, n = 1;            // index in its group
-  double idle_seconds = 0;         // > 0: no step, the clock moves on
-  double seconds = 1;              // clock advance before the step
+  // The index's meta.model_calls: a number for each step, or a list (the k-th step's); nullptr.
+  const Json* model_calls = nullptr;
+  int64_t k = 0, n = 1;     // index in its group
+  double idle_seconds = 0;  // > 0: no step, the clock moves on
+  double seconds = 1;       // clock advance before the step
 };
 
 inline std::vector<StepPlan> PlanSteps(const Json& steps) {
@@ -346,6 +348,7 @@ inline std::vector<StepPlan> PlanSteps(const Json& steps) {
       p.mode_step = mode_steps[mode]++;
       p.tensors = &g["tensors"];
       if (g.contains("closure_evaluations")) p.closures = &g["closure_evaluations"];
+      if (g.contains("model_calls")) p.model_calls = &g["model_calls"];
       p.k = k;
       p.n = n;
       p.seconds = g.value("seconds_per_step", 1.0);
@@ -394,6 +397,12 @@ inline void WriteStep(TrialWriter& w, const StepPlan& p, std::mt19937_64& rng) {
                       c["evaluations"].get<std::vector<std::vector<std::string>>>()});
     }
     ASSERT_TRUE(w.SetClosureSteps(std::move(closures)).ok());
+  }
+  if (p.model_calls != nullptr) {
+    const Json& calls = p.model_calls->is_array() ? p.model_calls->at(p.k) : *p.model_calls;
+    if (calls.get<int64_t>() >= 2) {
+      ASSERT_TRUE(w.SetModelCalls(calls.get<int64_t>()).ok());
+    }
   }
   ASSERT_TRUE(w.EndStep().ok());
 }

@@ -425,13 +425,16 @@ class AutoSession:
                     self._boundary(module)
                 elif self._eval:
                     self._train_activity(module)
+                else:  # a forward pass inside a training step (a rollout's: index model_calls)
+                    self.hook._c.count_model_call()
             elif self._eval:
                 self._boundary(module)
             elif self._pending:
                 self.hook.set_mode(_modes.ModeKeys.EVAL)
                 self._eval = True
                 self._boundary(module)
-            # else: a forward pass inside a training step (e.g. a GAN's no_grad generator pass)
+            else:  # a forward pass inside a training step (e.g. a GAN's no_grad generator pass)
+                self.hook._c.count_model_call()
         except Exception as e:
             self._fail(e, "forward")
 
@@ -478,6 +481,8 @@ class AutoSession:
             hook._boundary(module)
         else:
             hook._explicit_step()
+        if module is not None:  # the model's call that begins the step is its first
+            hook._c.count_model_call()
 
     def _save_gradients(self, optimizer):
         names = self._grad_names

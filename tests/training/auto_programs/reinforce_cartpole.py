@@ -2,8 +2,11 @@
 reinforcement_learning/reinforce.py: REINFORCE on the classic cart-pole (its equations written out
 here, so no gym is needed), a 4-128-2 policy with dropout, Adam, one episode a training step. The
 loss is sum(-log p(action) * normalised return): centred on zero by the normalisation, its spread
-growing with the episodes' length while the policy improves. Prints the running reward every 10
-episodes. Arguments: --episodes (default 150), --seed (default 543)."""
+growing with the episodes' length while the policy improves. With --critic, an actor-critic in
+the style of reinforcement_learning/actor_critic.py: a value head beside the policy's, the loss
+sum(-log p(action) * (return - value)) + sum(smooth_l1(value, return)), mostly positive, falling
+while the critic learns and then growing with the episodes. Prints the running reward every 10
+episodes. Arguments: --episodes (default 150), --seed (default 543), --critic."""
 
 import argparse
 import math
@@ -17,6 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--episodes", type=int, default=150)
 parser.add_argument("--seed", type=int, default=543)
 parser.add_argument("--gamma", type=float, default=0.99)
+parser.add_argument("--critic", action="store_true")
 args = parser.parse_args()
 
 
@@ -51,30 +55,35 @@ class CartPole:
 
 
 class Policy(nn.Module):
-    def __init__(self):
+    def __init__(self, critic):
         super().__init__()
         self.affine1 = nn.Linear(4, 128)
-        self.dropout = nn.Dropout(p=0.6)
+        self.dropout = nn.Dropout(p=0.0 if critic else 0.6)
         self.affine2 = nn.Linear(128, 2)
+        self.value_head = nn.Linear(128, 1) if critic else None
 
     def forward(self, x):
         x = torch.relu(self.dropout(self.affine1(x)))
-        return torch.softmax(self.affine2(x), dim=1)
+        probs = torch.softmax(self.affine2(x), dim=1)
+        return probs if self.value_head is None else (probs, self.value_head(x))
 
 
 torch.manual_seed(args.seed)
 torch.set_num_threads(1)
 env = CartPole(random.Random(args.seed))
-policy = Policy()
-optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+policy = Policy(args.critic)
+optimizer = torch.optim.Adam(policy.parameters(), lr=3e-2 if args.critic else 1e-2)
 eps = torch.finfo(torch.float32).eps
 
 running_reward = 10.0
 for episode in range(1, args.episodes + 1):
-    state, log_probs, rewards = env.reset(), [], []
+    state, log_probs, values, rewards = env.reset(), [], [], []
     done = False
     while not done:
         probs = policy(torch.tensor(state).unsqueeze(0))
+        if args.critic:
+            probs, value = probs
+            values.append(value.squeeze())
         m = Categorical(probs)
         action = m.sample()
         log_probs.append(m.log_prob(action))
@@ -87,7 +96,12 @@ for episode in range(1, args.episodes + 1):
         returns.insert(0, r)
     returns = torch.tensor(returns)
     returns = (returns - returns.mean()) / (returns.std() + eps)
-    loss = torch.cat([-lp * g for lp, g in zip(log_probs, returns)]).sum()
+    if args.critic:
+        advantages = [g - v.item() for g, v in zip(returns, values)]
+        loss = (torch.cat([-lp * a for lp, a in zip(log_probs, advantages)]).sum()
+                + sum(nn.functional.smooth_l1_loss(v, g) for v, g in zip(values, returns)))
+    else:
+        loss = torch.cat([-lp * g for lp, g in zip(log_probs, returns)]).sum()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()

@@ -65,6 +65,7 @@
 // Thread safety: one thread at a time (the training thread); the bindings serialise calls.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -188,6 +189,12 @@ class Hook {
   // Call it before the step ends (Step(), EndStep(), Close()).
   void SetClosureSteps(std::vector<ClosureStep> closures);
 
+  // Counts one call of the model in the current step; the count goes into the step's index when
+  // it ends (meta.model_calls, docs/formats/index.md: when 2 or more and the step saved
+  // something) and starts again at 0 at each Step(). The automatic mode calls it for each forward
+  // pass of a model it watches, the one that begins the step included. Any thread; lock-free.
+  void CountModelCall() { model_calls_.fetch_add(1, std::memory_order_relaxed); }
+
   // Writes the collections file (once a step was saved) and waits until every ended step is
   // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().
   Status Flush();
@@ -236,6 +243,7 @@ class Hook {
  private:
   explicit Hook(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::atomic<int64_t> model_calls_{0};  // CountModelCall() since the last Step()
 };
 
 }  // namespace trainscope

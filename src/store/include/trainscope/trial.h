@@ -241,6 +241,11 @@ class Trial {
   // none (no optimizer step with a closure called twice or more, a trial written by smdebug or
   // an older trainscope, a step not loaded yet).
   std::vector<ClosureStep> ClosureSteps(int64_t step, const std::string& worker = "");
+  // The calls of the model in global step `step` as the automatic mode counted them (index
+  // meta.model_calls: 2 or more), by `worker` ("" = the first worker by name that recorded them
+  // there); 0 when not recorded (one call, a trial written by smdebug, a script's own hook or an
+  // older trainscope, a step not loaded yet).
+  int64_t ModelCalls(int64_t step, const std::string& worker = "");
 
   // Saved shape, else the raw value's shape.
   Result<std::vector<int64_t>> Shape(const std::string& tensor, int64_t step,

@@ -137,6 +137,10 @@ class TrialWriter {
   // steps saved (meta.closure_evaluations, docs/formats/index.md); replaces an earlier record of
   // the step. Written only if the step has files. InvalidArgument when no step is open.
   Status SetClosureSteps(std::vector<ClosureStep> closures);
+  // Records in the open step's index how many times the model was called in the step
+  // (meta.model_calls, docs/formats/index.md; written when 2 or more). Written only if the step
+  // has files. InvalidArgument when no step is open.
+  Status SetModelCalls(int64_t calls);
 
   // Writes collections/000000000/<worker>_collections.json atomically (now, on this thread).
   Status WriteCollections(std::string_view json);
