@@ -708,6 +708,14 @@ void RegisterCapture(py::module_& m) {
           "Records the modules (name, class) in the order they ran in the first step "
           "(_meta.modules).")
       .def(
+          "set_environments",
+          [](PyHook& h, std::vector<std::string> environments) {
+            h.h().collections().SetEnvironments(std::move(environments));
+          },
+          py::arg("environments"),
+          "Records the reinforcement-learning libraries the training imported "
+          "(_meta.environments).")
+      .def(
           "count_model_call", [](PyHook& h) { h.h().CountModelCall(); },
           "Counts one call of the model in the current step (index meta.model_calls).")
       .def(

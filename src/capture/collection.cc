@@ -226,6 +226,11 @@ void CollectionManager::SetModuleOrder(std::vector<ModuleInfo> modules) {
   StructureChanged();
 }
 
+void CollectionManager::SetEnvironments(std::vector<std::string> environments) {
+  environments_ = std::move(environments);
+  StructureChanged();
+}
+
 uint64_t CollectionManager::version() const {
   uint64_t v = structure_version_;
   for (const auto& c : collections_) v += c->version();
@@ -288,6 +293,7 @@ std::string CollectionManager::ToJson(int num_workers) const {
     for (const auto& m : modules_) modules.push_back({{"name", m.name}, {"type", m.type}});
     root["_meta"]["modules"] = std::move(modules);
   }
+  if (!environments_.empty()) root["_meta"]["environments"] = environments_;
   return root.dump();
 }
 

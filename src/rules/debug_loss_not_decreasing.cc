@@ -275,6 +275,20 @@ class LossNotDecreasing : public BuiltinRule {
     if (!trend_) return {};
     std::string out;
     for (const auto& [name, s] : series_) {
+      if (s.agent_step >= 0) {
+        if (!out.empty()) out += "; ";
+        std::string libraries;
+        for (const std::string& e : data().trial().environments()) {
+          libraries += (libraries.empty() ? "" : ", ") + e;
+        }
+        out += name + " was not judged from step " + std::to_string(s.agent_step) +
+               ": the training uses " + libraries +
+               " (reinforcement learning), and an agent's losses (a TD error against targets "
+               "that grow with the returns, a policy surrogate, a critic's error over "
+               "lengthening episodes) rise and fall with the returns, not with progress; watch "
+               "the return instead";
+        continue;
+      }
       if (s.rollout_step >= 0) {
         if (!out.empty()) out += "; ";
         out += name + " was not judged from step " + std::to_string(s.rollout_step) +
@@ -379,6 +393,7 @@ class LossNotDecreasing : public BuiltinRule {
     double first_calls = NAN;
     int64_t rollout_step = -1;
     double rollout_calls = 0;
+    int64_t agent_step = -1;  // the trial names an RL library (_meta.environments): not judged
     // Closure evaluations (LBFGS): the series is a loss's evaluations in (step, evaluation)
     // order; a position is a value, and next_pos the next one's.
     bool by_evaluation = false;
@@ -458,9 +473,13 @@ class LossNotDecreasing : public BuiltinRule {
     // Likewise a loss summed over a rollout (reinforcement learning calls the model once per
     // action and steps once per episode) whose length changed: an actor-critic's loss grows with
     // its episodes while the policy improves.
+    // And an agent's losses: a training that steps a reinforcement-learning environment
+    // (_meta.environments) optimises a TD error against targets that grow with the returns (DQN),
+    // a policy surrogate or a critic's error, none of which measures progress by its level.
+    if (s.agent_step < 0 && !data().trial().environments().empty()) s.agent_step = step;
     if (s.signed_step < 0 && s.rollout_step < 0) NoteRollout(s, step, calls);
     if (s.signed_step < 0 && s.rollout_step < 0) NoteSigned(s, step);
-    if (s.signed_step >= 0 || s.rollout_step >= 0) {
+    if (s.signed_step >= 0 || s.rollout_step >= 0 || s.agent_step >= 0) {
       s.converged_step = -1;
       return;
     }

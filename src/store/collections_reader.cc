@@ -88,6 +88,8 @@ Result<CollectionsFile> ParseCollectionsJson(std::string_view text, std::string_
         out.modules.push_back({name->get<std::string>(), type->get<std::string>()});
       }
     }
+    // trainscope's Python hook: the reinforcement-learning libraries the training imported.
+    TS_ASSIGN_OR_RETURN(out.environments, StringList(*meta, "environments", path));
   }
   auto colls = doc.find("collections");
   if (colls == doc.end()) return Bad(path, "no \"collections\" key");

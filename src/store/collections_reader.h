@@ -20,6 +20,7 @@ struct CollectionsFile {
   std::vector<CollectionInfo> collections;  // sorted by name
   std::map<std::string, bool> parameters;   // _meta.parameters: tensor name -> trainable
   std::vector<ModuleInfo> modules;          // _meta.modules, in forward order
+  std::vector<std::string> environments;    // _meta.environments
 };
 
 // Parses one collections file. Corruption naming `path_for_errors` (and the byte offset when the

@@ -30,7 +30,7 @@ Status MissingCollections(const std::string& path, const std::string& what) {
 Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
                   std::vector<std::string> workers, int num_workers,
                   std::vector<CollectionInfo> collections, std::map<std::string, bool> parameters,
-                  std::vector<ModuleInfo> modules)
+                  std::vector<ModuleInfo> modules, std::vector<std::string> environments)
     : env_(env),
       path_(std::move(path)),
       options_(options),
@@ -39,6 +39,7 @@ Trial::Impl::Impl(Env* env, std::string path, TrialOptions options,
       collections_(std::move(collections)),
       parameters_(std::move(parameters)),
       modules_(std::move(modules)),
+      environments_(std::move(environments)),
       scanner_(env, path_, options.range_begin, options.range_end),
       tracker_(num_workers, options.incomplete_step_window),
       values_(env, kMaxMappedFiles, options.verify_checksums) {}
@@ -84,7 +85,7 @@ Result<std::unique_ptr<Trial>> Trial::Open(const std::string& path_in, TrialOpti
   std::sort(workers.begin(), workers.end());
   auto impl = std::make_unique<Impl>(env, path, options, std::move(workers), first.num_workers,
                                      std::move(first.collections), std::move(first.parameters),
-                                     std::move(first.modules));
+                                     std::move(first.modules), std::move(first.environments));
   TS_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Trial>(new Trial(std::move(impl)));
 }
@@ -140,6 +141,8 @@ std::optional<bool> Trial::ParameterTrainable(const std::string& tensor_name) co
 bool Trial::records_parameters() const { return !impl_->parameters_.empty(); }
 
 const std::vector<ModuleInfo>& Trial::modules() const { return impl_->modules_; }
+
+const std::vector<std::string>& Trial::environments() const { return impl_->environments_; }
 
 Result<std::vector<std::string>> Trial::TensorNames(Mode mode, std::optional<int64_t> step,
                                                     const std::string& regex,

@@ -69,7 +69,8 @@ class Trial::Impl {
  public:
   Impl(Env* env, std::string path, TrialOptions options, std::vector<std::string> workers,
        int num_workers, std::vector<CollectionInfo> collections,
-       std::map<std::string, bool> parameters, std::vector<ModuleInfo> modules);
+       std::map<std::string, bool> parameters, std::vector<ModuleInfo> modules,
+       std::vector<std::string> environments);
 
   // trial_refresh.cc
   Status Init();
@@ -121,6 +122,7 @@ class Trial::Impl {
   const std::vector<CollectionInfo> collections_;
   const std::map<std::string, bool> parameters_;  // _meta.parameters: name -> trainable
   const std::vector<ModuleInfo> modules_;         // _meta.modules, in forward order
+  const std::vector<std::string> environments_;   // _meta.environments
 
  public:
   // Trial::DamagedIndexFiles.

@@ -126,6 +126,18 @@ TEST(CollectionTest, JsonRecordsParameters) {
   EXPECT_EQ(j["_meta"]["parameters"]["frozen"], nlohmann::json::array({"Net_emb.weight"}));
 }
 
+TEST(CollectionTest, JsonRecordsReinforcementLearningLibraries) {
+  auto cm = CollectionManager::WithPyTorchDefaults();
+  EXPECT_FALSE(nlohmann::json::parse(cm.ToJson(1))["_meta"].contains("environments"));
+  const uint64_t v = cm.version();
+  cm.SetEnvironments({"gymnasium", "stable_baselines3"});
+  EXPECT_NE(cm.version(), v);
+  EXPECT_EQ(nlohmann::json::parse(cm.ToJson(1))["_meta"]["environments"],
+            nlohmann::json::array({"gymnasium", "stable_baselines3"}));
+  cm.SetEnvironments({});
+  EXPECT_FALSE(nlohmann::json::parse(cm.ToJson(1))["_meta"].contains("environments"));
+}
+
 TEST(CollectionTest, JsonRecordsModuleOrder) {
   auto cm = CollectionManager::WithPyTorchDefaults();
   EXPECT_FALSE(nlohmann::json::parse(cm.ToJson(1))["_meta"].contains("modules"));

@@ -107,6 +107,9 @@ def test_plain_loop(tmp_path):
     assert train_steps(t) == list(range(0, 40, SAVE_INTERVAL))
     # One call of the model a step: no meta.model_calls (index.md), in TRAIN steps or EVAL ones.
     assert [t.model_calls(s) for s in t.steps()] == [0] * len(t.steps())
+    # No reinforcement-learning library imported: no _meta.environments (trial.md).
+    (collections,) = (path / "collections" / "000000000").glob("*_collections.json")
+    assert "environments" not in json.loads(collections.read_text())["_meta"]
     names = set(t.tensor_names())
     assert {"Net_fc1.weight", "Net_out.weight", "gradient/Net_fc1.weight",
             "gradient/Net_out.bias", "CrossEntropyLoss_output_0"} <= names, sorted(names)
@@ -384,6 +387,28 @@ def test_actor_critic_reinforcement_learning(tmp_path):
     assert min(calls) >= 8 and max(calls) >= 2 * min(calls), calls
     status = statuses(path)["LossNotDecreasing"]
     assert "the training called its model" in status["message"], status
+
+
+def test_deep_q_learning_on_a_gymnasium_environment(tmp_path):
+    """PyTorch's DQN tutorial on gymnasium's CartPole-v1 (dqn_cartpole.py): actions chosen by
+    the Q-network under no_grad between optimizer steps, one optimizer step per environment step.
+    The trial records the reinforcement-learning library the training imported
+    (_meta.environments, trial.md); LossNotDecreasing does not judge an agent's TD loss, which
+    rises with the Q-values in a healthy run, and says so. No finding, exit 0."""
+    pytest.importorskip("gymnasium")
+    from trainscope import modes
+
+    p, path = run_auto(tmp_path, python("dqn_cartpole.py", "--episodes", "30"),
+                       save_interval=None)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert len([ln for ln in p.stdout.splitlines() if ln.startswith("episode ")]) == 3, p.stdout
+    assert_no_finding(p, path)
+    t = trial_of(path)
+    assert len(t.steps(mode=modes.TRAIN)) > 100, t.steps()
+    (collections,) = (path / "collections" / "000000000").glob("*_collections.json")
+    assert json.loads(collections.read_text())["_meta"]["environments"] == ["gymnasium"]
+    status = statuses(path)["LossNotDecreasing"]
+    assert "the training uses gymnasium (reinforcement learning)" in status["message"], status
 
 
 def test_manual_updates_planted_explosion_is_caught(tmp_path):

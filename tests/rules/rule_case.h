@@ -475,9 +475,9 @@ inline CaseOutcome RunCase(const Json& c, const std::string& rule_name) {
     for (const auto& [k, v] : c["collections"].items())
       extra[k] = v.get<std::vector<std::string>>();
   }
-  // A case's "parameters" and "modules" are the trial's _meta.parameters and _meta.modules.
+  // A case's "parameters", "modules" and "environments" are the trial's _meta keys of those names.
   Json meta = nullptr;
-  for (const char* key : {"parameters", "modules"}) {
+  for (const char* key : {"parameters", "modules", "environments"}) {
     if (c.contains(key)) meta[key] = c[key];
   }
   const std::string collections = CollectionsJson(extra, meta);

@@ -82,6 +82,19 @@ TEST(CollectionsReaderTest, TrialAnswersModulesInForwardOrder) {
   auto smdebug = Trial::Open("/s", o);  // smdebug's files record none
   ASSERT_TRUE(smdebug.ok()) << smdebug.status().ToString();
   EXPECT_TRUE((*smdebug)->modules().empty());
+  EXPECT_TRUE((*smdebug)->environments().empty());
+  EXPECT_TRUE((*t)->environments().empty());
+}
+
+TEST(CollectionsReaderTest, TrialAnswersTheReinforcementLearningLibraries) {
+  auto env = NewMemEnv();
+  testing::PutFile(env.get(), "/t/collections/000000000/worker_0_collections.json",
+                   R"({"collections": {}, "_meta": {"environments": ["gym", "gymnasium"]}})");
+  TrialOptions o;
+  o.env = env.get();
+  auto t = Trial::Open("/t", o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ((*t)->environments(), (std::vector<std::string>{"gym", "gymnasium"}));
 }
 
 TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
@@ -95,7 +108,9 @@ TEST(CollectionsReaderTest, DamagedFilesAreCorruption) {
         R"({"collections": {}, "_meta": {"modules": {"name": "a", "type": "ReLU"}}})",
         R"({"collections": {}, "_meta": {"modules": ["a"]}})",
         R"({"collections": {}, "_meta": {"modules": [{"name": "a"}]}})",
-        R"({"collections": {}, "_meta": {"modules": [{"name": "a", "type": 3}]}})"}) {
+        R"({"collections": {}, "_meta": {"modules": [{"name": "a", "type": 3}]}})",
+        R"({"collections": {}, "_meta": {"environments": {"gymnasium": 1}}})",
+        R"({"collections": {}, "_meta": {"environments": [1]}})"}) {
     auto c = ParseCollectionsFile(text, "bad.json");
     EXPECT_EQ(c.status().code(), StatusCode::kCorruption) << text;
     EXPECT_NE(c.status().message().find("bad.json"), std::string::npos) << text;

@@ -89,6 +89,18 @@ def _imported_attr(module_name, attr):
     return getattr(mod, attr, None) if mod is not None else None
 
 
+# Reinforcement-learning environment and agent libraries (docs/formats/trial.md,
+# _meta.environments): a training that imported one optimises an agent's losses.
+_RL_MODULES = ("gymnasium", "gym", "dm_env", "dm_control", "pettingzoo", "envpool", "ale_py",
+               "procgen", "vizdoom", "nle", "minigrid", "stable_baselines3", "sb3_contrib",
+               "tianshou", "torchrl", "pufferlib", "ray.rllib")
+
+
+def _rl_environments():
+    """The names of _RL_MODULES already imported, sorted (nothing is imported to ask)."""
+    return sorted(m for m in _RL_MODULES if m in sys.modules)
+
+
 def _compiled_type():
     return _imported_attr("torch._dynamo.eval_frame", "OptimizedModule")
 
@@ -298,6 +310,7 @@ class Hook:
         self._saving = False  # the one flag every hook tests first
         self._fast = False  # the next step boundary may take the fast path (_boundary)
         self._explicit_steps = False
+        self._environments = None  # _meta.environments as recorded (_note_environments)
         self._prepared = False
         self._closed = False
         self._io_counts = {}  # IndexedNames -> how many of its names this step used
@@ -441,6 +454,13 @@ class Hook:
             self._c.explicit_steps = True
         self._boundary()
 
+    def _note_environments(self):
+        """Records the reinforcement-learning libraries imported so far (_meta.environments)."""
+        found, before = _rl_environments(), self._environments or []
+        self._environments = found
+        if found != before:
+            self._c.set_environments(found)
+
     def _prepare(self):
         for c in self._wrappers.values():
             c._apply_modules()
@@ -502,11 +522,17 @@ class Hook:
         """What a boundary off the fast path does before the C++ step."""
         if not self._prepared:
             self._prepare()  # configuration errors raise here, before the first step runs
+        if self._environments is None:  # the first step: before the collections file is written
+            try:
+                self._note_environments()
+            except Exception as e:
+                self._report("(environments)", e)
         if self._device:
             self._flush_device()
         if self._order:  # the first step ran: its module order goes into the collections file
             try:
                 self._c.set_module_order(self._order)
+                self._note_environments()  # imported by the end of the first step
             except Exception as e:
                 self._report("(module order)", e)
             self._order = self._order_seen = None

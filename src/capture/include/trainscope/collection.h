@@ -159,6 +159,13 @@ class CollectionManager {
   void SetModuleOrder(std::vector<ModuleInfo> modules);
   const std::vector<ModuleInfo>& module_order() const { return modules_; }
 
+  // The reinforcement-learning environment or agent libraries the training imported (top-level
+  // module names: "gymnasium"...). Written as the collections file's _meta.environments
+  // (docs/formats/trial.md), so the loss rules know the losses are an agent's. Replaces an
+  // earlier list.
+  void SetEnvironments(std::vector<std::string> environments);
+  const std::vector<std::string>& environments() const { return environments_; }
+
   // The collections file content, with _meta.num_workers = num_workers.
   std::string ToJson(int num_workers) const;
 
@@ -166,6 +173,7 @@ class CollectionManager {
   std::vector<std::shared_ptr<Collection>> collections_;
   std::map<std::string, bool> parameters_;  // tensor name -> trainable
   std::vector<ModuleInfo> modules_;         // forward order
+  std::vector<std::string> environments_;   // _meta.environments
   uint64_t structure_version_ = 0;
   void StructureChanged();  // ++structure_version_, and MutationCount() changes
 };

@@ -192,6 +192,10 @@ class Trial {
   // them (leaf modules in execution order, containers after their contents), from _meta.modules
   // (trial.md); empty when the trial does not say (smdebug, C++ hooks).
   const std::vector<ModuleInfo>& modules() const;
+  // The reinforcement-learning environment or agent libraries the training had imported
+  // ("gymnasium"...), from _meta.environments (trial.md); empty when none, or when the trial does
+  // not say (smdebug, C++ hooks).
+  const std::vector<std::string>& environments() const;
 
   // Sorted tensor names. `step` is a step of `mode` (nullopt = any step). Reduction tensors
   // ("smdebug/reductions/...") are folded onto their base tensor and not listed themselves.
