@@ -11,6 +11,7 @@ healthy trainings: no tensor rule may find anything in them.
 
 import json
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -56,6 +57,16 @@ def run_auto(tmp_path, command, *options, env=None, timeout=300, save_interval=S
     return p, trial
 
 
+_STATUS_LINE = re.compile(r"^trainscope: \w+: (InProgress|NoIssuesFound|IssuesFound)$")
+
+
+def why(p):
+    """The end of a run's stderr without the rules' status lines, for an assertion's message:
+    what a crashed rank printed (an abort's reason, a traceback) stays in view."""
+    lines = [ln for ln in p.stderr.splitlines() if not _STATUS_LINE.match(ln)]
+    return "\n".join(lines)[-4000:]
+
+
 def statuses(trial):
     out = {}
     for rule in TENSOR_RULES:
@@ -66,7 +77,7 @@ def statuses(trial):
 def assert_rules_evaluated(p, trial):
     got = statuses(trial)
     for rule, s in got.items():
-        assert s["status"] in ("NoIssuesFound", "IssuesFound"), (rule, s, p.stderr[-3000:])
+        assert s["status"] in ("NoIssuesFound", "IssuesFound"), (rule, s, why(p))
         assert s["steps_evaluated"] > 0, (rule, s)
     return got
 
@@ -100,7 +111,7 @@ def test_plain_loop(tmp_path):
     from trainscope import modes
 
     p, path = run_auto(tmp_path, python("plain_loop.py", "--steps", "40"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_rules_evaluated(p, path)
     t = trial_of(path)
     # One trial step per optimizer step: 40 steps, every 5th saved.
@@ -141,7 +152,7 @@ def test_gradient_accumulation(tmp_path):
     from trainscope import modes
 
     p, path = run_auto(tmp_path, python("grad_accum.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_rules_evaluated(p, path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))  # not one per micro-batch
@@ -155,7 +166,7 @@ def test_gradient_accumulation(tmp_path):
 
 def test_two_optimizers_gan(tmp_path):
     p, path = run_auto(tmp_path, python("tiny_gan.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_rules_evaluated(p, path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))  # one step per iteration
@@ -167,7 +178,7 @@ def test_two_optimizers_gan(tmp_path):
 
 def test_bf16_autocast(tmp_path):
     p, path = run_auto(tmp_path, python("bf16_autocast.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_rules_evaluated(p, path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
@@ -177,7 +188,7 @@ def test_bf16_autocast(tmp_path):
 
 def test_torch_compile(tmp_path):
     p, path = run_auto(tmp_path, python("compiled_model.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     got = statuses(path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL))
@@ -197,7 +208,7 @@ def test_ddp_two_ranks_gloo(tmp_path):
     # Every rank writes: trainscope run asks for include_workers "all" (smdebug's default,
     # "one", would keep rank 0's only).
     p, path = run_auto(tmp_path, two_ranks("ddp_gloo.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_rules_evaluated(p, path)
     t = trial_of(path)
     assert sorted(t.workers()) == ["worker_0", "worker_1"], t.workers()
@@ -215,7 +226,7 @@ def test_fsdp_two_ranks_gloo(tmp_path):
     from trainscope import modes
 
     p, path = run_auto(tmp_path, two_ranks("fsdp_gloo.py", "--steps", "30"))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_no_finding(p, path)
     t = trial_of(path)
     assert sorted(t.workers()) == ["worker_0", "worker_1"], t.workers()
@@ -245,7 +256,7 @@ def test_hugging_face_trainer(tmp_path):
 
     p, path = run_auto(tmp_path, python("hf_trainer.py", "--steps", "40", "--out",
                                         str(tmp_path / "hf")))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_no_finding(p, path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 40, SAVE_INTERVAL)), t.steps()
@@ -270,7 +281,7 @@ def test_lightning_closure(tmp_path):
 
     p, path = run_auto(tmp_path, python("lightning_module.py", "--steps", "30", "--out",
                                         str(tmp_path / "pl")))
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert_no_finding(p, path)
     t = trial_of(path)
     assert train_steps(t) == list(range(0, 30, SAVE_INTERVAL)), t.steps()
@@ -321,8 +332,8 @@ def test_manual_parameter_updates_without_an_optimizer(tmp_path):
     from trainscope import modes
 
     p, path = run_auto(tmp_path, python("manual_update_lm.py", "--steps", "40"))
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "no torch.optim optimizer" in p.stderr, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
+    assert "no torch.optim optimizer" in p.stderr, why(p)
     assert_no_finding(p, path)
     t = trial_of(path)
     # The first iteration ran before the hook was made: 39 training steps, every 5th saved.
@@ -351,7 +362,7 @@ def test_policy_gradient_reinforcement_learning(tmp_path):
     out of that check. No rule finds anything: the run exits 0."""
     p, path = run_auto(tmp_path, python("reinforce_cartpole.py", "--episodes", "120"),
                        save_interval=None)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     lengths = [int(line.split()[4]) for line in p.stdout.splitlines()
                if line.startswith("episode ")]
     assert len(lengths) == 12 and max(lengths[-3:]) > 4 * max(lengths[:3]), p.stdout  # it learns
@@ -374,7 +385,7 @@ def test_actor_critic_reinforcement_learning(tmp_path):
     is now marked as a rollout's and not judged, and the status says so. No finding, exit 0."""
     p, path = run_auto(tmp_path, python("reinforce_cartpole.py", "--critic", "--episodes", "200"),
                        save_interval=None)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     printed = {int(line.split()[1]): int(line.split()[4]) for line in p.stdout.splitlines()
                if line.startswith("episode ")}
     assert len(printed) == 20, p.stdout
@@ -400,7 +411,7 @@ def test_deep_q_learning_on_a_gymnasium_environment(tmp_path):
 
     p, path = run_auto(tmp_path, python("dqn_cartpole.py", "--episodes", "30"),
                        save_interval=None)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, why(p)
     assert len([ln for ln in p.stdout.splitlines() if ln.startswith("episode ")]) == 3, p.stdout
     assert_no_finding(p, path)
     t = trial_of(path)
@@ -426,7 +437,7 @@ def test_raw_pixel_inputs_are_caught_by_check_input_images(tmp_path):
             "--rule", "CheckInputImages:threshold_samples=64", "--",
             *python("cnn_raw_pixels.py", "--steps", "40")]
     p = subprocess.run(argv, env=_env(), capture_output=True, text=True, timeout=300)
-    assert p.returncode in (0, 3), p.stderr[-3000:]
+    assert p.returncode in (0, 3), why(p)
     status = json.loads((path / "rule-output" / "CheckInputImages" / "status.json").read_text())
     assert status["status"] == "IssuesFound", (status, p.stderr[-2000:])
     assert "Net_input_0" in status["message"] and "raw pixel values" in status["message"], status
@@ -450,6 +461,6 @@ def test_gradients_without_training_are_not_taken_for_a_training(tmp_path):
     """backward() with no optimizer and parameters that never change (a saliency script) is
     not a training: no hook is made, so no rule judges weights that were never meant to move."""
     p, path = run_auto(tmp_path, [sys.executable, "-c", SALIENCY])
-    assert "done" in p.stdout, p.stderr[-3000:]
-    assert "no torch.optim optimizer" not in p.stderr, p.stderr[-3000:]
+    assert "done" in p.stdout, why(p)
+    assert "no torch.optim optimizer" not in p.stderr, why(p)
     assert not list(path.glob("index/*/*.json")), "no step was saved"
