@@ -273,49 +273,49 @@ class LossNotDecreasing : public BuiltinRule {
 
   std::string StatusNote() const override {
     if (!trend_) return {};
+    std::string libraries;  // _meta.environments, for the agents' series
+    for (const std::string& e : data().trial().environments()) {
+      libraries += (libraries.empty() ? "" : ", ") + e;
+    }
     std::string out;
     for (const auto& [name, s] : series_) {
+      // A series not judged: from which step, and why.
+      int64_t from = -1;
+      std::string why;
       if (s.agent_step >= 0) {
-        if (!out.empty()) out += "; ";
-        std::string libraries;
-        for (const std::string& e : data().trial().environments()) {
-          libraries += (libraries.empty() ? "" : ", ") + e;
-        }
-        out += name + " was not judged from step " + std::to_string(s.agent_step) +
-               ": the training uses " + libraries +
-               " (reinforcement learning), and an agent's losses (a TD error against targets "
-               "that grow with the returns, a policy surrogate, a critic's error over "
-               "lengthening episodes) rise and fall with the returns, not with progress; watch "
-               "the return instead";
+        from = s.agent_step;
+        why = "the training uses " + libraries +
+              " (reinforcement learning), and an agent's losses (a TD error against targets that "
+              "grow with the returns, a policy surrogate, a critic's error over lengthening "
+              "episodes) rise and fall with the returns, not with progress; watch the return "
+              "instead";
+      } else if (s.rollout_step >= 0) {
+        from = s.rollout_step;
+        why = "the training called its model " + Num(s.rollout_calls) +
+              " times a step then, against " + Num(s.first_calls) +
+              " in its first steps (a rollout: reinforcement learning calls the model once per "
+              "action and steps once per episode), so the loss sums a number of terms that "
+              "changes and its level does not measure progress; watch the return or a "
+              "validation metric instead";
+      } else if (s.signed_step >= 0) {
+        from = s.signed_step;
+        why = "it takes both signs around zero (" + Num(s.signed_negative * 100) +
+              "% of its last values negative, the sign changing between " +
+              Num(s.signed_changes * 100) +
+              "% of successive values), an objective whose level does not measure progress "
+              "(a policy-gradient surrogate such as REINFORCE's, a critic's score difference); "
+              "watch the return or a validation metric instead";
+      } else if (s.converged_step < 0) {
         continue;
       }
-      if (s.rollout_step >= 0) {
-        if (!out.empty()) out += "; ";
-        out += name + " was not judged from step " + std::to_string(s.rollout_step) +
-               ": the training called its model " + Num(s.rollout_calls) +
-               " times a step then, against " + Num(s.first_calls) +
-               " in its first steps (a rollout: reinforcement learning calls the model once per "
-               "action and steps once per episode), so the loss sums a number of terms that "
-               "changes and its level does not measure progress; watch the return or a "
-               "validation metric instead";
-        continue;
-      }
-      if (s.signed_step >= 0) {
-        if (!out.empty()) out += "; ";
-        out += name + " was not judged from step " + std::to_string(s.signed_step) +
-               ": it takes both signs around zero (" + Num(s.signed_negative * 100) +
-               "% of its last values negative, the sign changing between " +
-               Num(s.signed_changes * 100) +
-               "% of successive values), an objective whose level does not measure progress "
-               "(a policy-gradient surrogate such as REINFORCE's, a critic's score difference); "
-               "watch the return or a validation metric instead";
-        continue;
-      }
-      if (s.converged_step < 0) continue;
       if (!out.empty()) out += "; ";
-      out += name + " converged from step " + std::to_string(s.converged_step) + " (window mean " +
-             Num(s.converged_mean) + ", " + Num(s.init) +
-             " at the start): consider stopping or decaying the learning rate";
+      if (from >= 0) {
+        out += name + " was not judged from step " + std::to_string(from) + ": " + why;
+      } else {
+        out += name + " converged from step " + std::to_string(s.converged_step) +
+               " (window mean " + Num(s.converged_mean) + ", " + Num(s.init) +
+               " at the start): consider stopping or decaying the learning rate";
+      }
     }
     return out;
   }
