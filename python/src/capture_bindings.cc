@@ -211,15 +211,24 @@ class PyHook {
   // begins, timed before Step() as the Python profiler timed it.
   int Boundary() {
     const uint64_t t_us = timeline_ != nullptr ? timeline_->Now() : 0;
+    // The ending step's model calls (Step() starts the count again) and capture work.
+    const int64_t calls = h().model_calls();
+    const bool ended_saved = EndedSaved();
     const bool saving = Step();
     const Hook& hook = h();
     if (!saving && hook.StopRequested()) return kBoundaryStopped;
     int flags = saving ? kBoundarySaving : 0;
     if (timeline_ != nullptr &&
-        timeline_->Begin(t_us, hook.mode(), hook.mode_step(), hook.step(), saving)) {
+        timeline_->Begin(t_us, hook.mode(), hook.mode_step(), hook.step(), ended_saved, calls)) {
       flags |= kBoundaryPhases;
     }
     return flags;
+  }
+  // Ends the attached timeline's step in progress now (a mode change, the end of profiling),
+  // its span with the step's model calls and capture work as Boundary() gives them.
+  void EndStepTimeline() {
+    if (timeline_ == nullptr || !timeline_->in_step()) return;
+    timeline_->End(timeline_->Now(), EndedSaved(), h().model_calls());
   }
   // The profiler's StepTimeline (or None: detached). Called with the GIL, on the training thread.
   void AttachStepTimeline(py::object timeline) {
@@ -393,6 +402,15 @@ class PyHook {
   // The attached StepTimeline: the Python object keeps it (and its writer) alive.
   py::object timeline_obj_;
   StepTimeline* timeline_ = nullptr;
+  uint64_t boundary_captured_ = 0;  // Hook::captured_bytes() when the last span ended
+
+  // Whether the step whose span ends now captured Hook::kSavedStepBytes or more.
+  bool EndedSaved() {
+    const uint64_t captured = h().captured_bytes();
+    const bool saved = captured - boundary_captured_ >= Hook::kSavedStepBytes;
+    boundary_captured_ = captured;
+    return saved;
+  }
 };
 
 // ---- the forward pre-hook ------------------------------------------------------------------
@@ -774,6 +792,9 @@ void RegisterCapture(py::module_& m) {
            "BOUNDARY_STOPPED (a rule asked the training to stop; see stop_reason).")
       .def("attach_step_timeline", &PyHook::AttachStepTimeline, py::arg("timeline"),
            "A StepTimeline that boundary() begins a span of at each step (None detaches).")
+      .def("end_step_timeline", &PyHook::EndStepTimeline,
+           "Ends the attached timeline's step in progress now, its span with the step's model "
+           "calls and capture work (set_mode, close).")
       .def(
           "forward_pre_hook",
           [](const py::object& self) { return MakeForwardPreHook(self.cast<PyHook&>(), self); },

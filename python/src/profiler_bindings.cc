@@ -244,12 +244,14 @@ boundary itself. kept(): the newest `keep` spans as (phase, name, start_us, dur_
       .def(
           "begin",
           [](StepTimeline& t, uint64_t t_us, py::handle mode, int64_t mode_step,
-             int64_t global_step, bool saved) {
-            return t.Begin(t_us, ModeFromPython(mode), mode_step, global_step, saved);
+             int64_t global_step, bool ended_saved, int64_t ended_model_calls) {
+            return t.Begin(t_us, ModeFromPython(mode), mode_step, global_step, ended_saved,
+                           ended_model_calls);
           },
           py::arg("t_us"), py::arg("mode"), py::arg("mode_step"), py::arg("global_step"),
-          py::arg("saved") = false)
-      .def("end", &StepTimeline::End, py::arg("t_us"))
+          py::arg("ended_saved") = false, py::arg("ended_model_calls") = 0)
+      .def("end", &StepTimeline::End, py::arg("t_us"), py::arg("ended_saved") = false,
+           py::arg("ended_model_calls") = 0)
       .def("flush", &StepTimeline::Flush)
       .def_property_readonly("mode_step", &StepTimeline::mode_step)
       .def("kept",

@@ -55,6 +55,8 @@ class Hook::Impl {
   bool step_pending = false;  // Step() called, EndStep() not yet
   bool saved_any_step = false;
   bool collections_exported = false;
+  // Hook::captured_bytes(): read at step boundaries, maybe while a backward thread saves.
+  std::atomic<uint64_t> captured_bytes{0};
   bool closed = false;
   struct EarlyScalar {
     std::string name;
@@ -213,6 +215,7 @@ class Hook::Impl {
   Status Write(std::string_view name, const TensorPlan& p, const TensorView& v,
                std::shared_ptr<const void> keepalive) {
     if (v.num_elements() == 0) return Status::OK();  // smdebug skips empty tensors
+    captured_bytes.fetch_add(v.nbytes(), std::memory_order_relaxed);
     if (p.save_shape && writes) {
       TS_RETURN_IF_ERROR(EnsureStep());
       TS_RETURN_IF_ERROR(writer->AddShape(name, v.shape));
@@ -473,6 +476,7 @@ Status Hook::SaveStats(std::string_view name, const TensorStats& stats,
     if (s.ok()) s = d.writer->AddShape(name, shape);
   }
   if (s.ok()) s = d.WriteReductions(name, p, stats);
+  d.captured_bytes.fetch_add(static_cast<uint64_t>(stats.count) * 4, std::memory_order_relaxed);
   return d.Report(s, name);
 }
 
@@ -551,6 +555,10 @@ const std::string& Hook::worker() const { return impl_->worker; }
 int Hook::rank() const { return impl_->rank; }
 int Hook::world_size() const { return impl_->world_size; }
 bool Hook::writes() const { return impl_->writes; }
+
+uint64_t Hook::captured_bytes() const {
+  return impl_->captured_bytes.load(std::memory_order_relaxed);
+}
 
 HookStats Hook::stats() const {
   const Impl& d = *impl_;

@@ -23,8 +23,8 @@ std::string_view StepTimeline::PhaseName(Mode mode) {
 }
 
 bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step,
-                         bool saved) {
-  EndStep(t_us);
+                         bool ended_saved, int64_t ended_model_calls) {
+  EndStep(t_us, ended_saved, ended_model_calls);
   if (batch_.size() >= kBatchSpans ||
       (!batch_.empty() && (t_us < batch_t0_us_ || t_us - batch_t0_us_ >= kBatchMicros))) {
     Flush();
@@ -34,7 +34,6 @@ bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t gl
   mode_ = mode;
   mode_step_ = mode_step;
   global_step_ = global_step;
-  saved_ = saved;
   if (period_us_ == 0) {
     phases_on_ = true;
   } else {
@@ -47,18 +46,18 @@ bool StepTimeline::Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t gl
   return phases_on_;
 }
 
-void StepTimeline::End(uint64_t t_us) {
-  EndStep(t_us);
+void StepTimeline::End(uint64_t t_us, bool ended_saved, int64_t ended_model_calls) {
+  EndStep(t_us, ended_saved, ended_model_calls);
   Flush();
 }
 
-void StepTimeline::EndStep(uint64_t t_us) {
+void StepTimeline::EndStep(uint64_t t_us, bool saved, int64_t model_calls) {
   if (!in_step_) return;
   in_step_ = false;
   const uint64_t dur = t_us > t0_us_ ? t_us - t0_us_ : 0;
   if (batch_.empty()) batch_t0_us_ = t0_us_;
   batch_.push_back(TimelineStepSpan{PhaseName(mode_), t0_us_, dur, mode_step_, pid_, global_step_,
-                                    phases_on_, saved_});
+                                    phases_on_, saved, model_calls});
   if (keep_ != 0) Keep(Span{mode_, t0_us_, dur, mode_step_});
 }
 

@@ -227,12 +227,13 @@ Status TimelineWriter::FlushImpl(bool finish_file) {
   for (const PendingStep& p : steps_flushing_) {
     const TimelineStepSpan& s = p.span;
     TimelineArgs args;
-    args.reserve(5);
+    args.reserve(6);
     if (s.step >= 0) args.emplace_back(std::string(pf::kStepArg), std::to_string(s.step));
     args.emplace_back("pid", s.pid);
     args.emplace_back("global_step", s.global_step);
     if (!s.phases) args.emplace_back("phases", false);
     if (s.saved) args.emplace_back("saved", true);
+    if (s.model_calls >= 2) args.emplace_back("model_calls", s.model_calls);
     batch.push_back(Pending{'X', 0, std::string(s.phase), std::string(s.phase), s.start_us,
                             s.dur_us, p.tid, std::move(args)});
   }

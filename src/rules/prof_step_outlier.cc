@@ -1,8 +1,16 @@
 // StepOutlier (docs/rules/StepOutlier.md): per node and step phase (Step:ModeKeys.TRAIN, ...),
-// once more than 100 steps were seen, a step longer than mean + stddev x std of the durations so
-// far (and at least min_ratio x the mean) is an outlier; the rule fires when more than n_outliers
-// outliers were counted and their time beyond the mean is more than lost_time_threshold % of all
-// the steps' time (a few slow steps in a long run cost nothing worth a finding).
+// once more than 100 steps were seen, a step longer than mean + stddev x std of the last
+// kWindow steps' durations (and at least min_ratio x their mean) is a candidate; it is an outlier
+// when the kFollowers steps after it are not as slow (their median within its threshold): a stall
+// is a slow step among quick ones, a run of slow steps is a change of pace (larger inputs, a
+// curriculum, a policy that learned to keep its episodes going), not counted. The rule fires when
+// more than n_outliers outliers were counted and their time beyond the mean is more than
+// lost_time_threshold % of all the steps' time (a few slow steps in a long run cost nothing worth
+// a finding).
+//
+// A step whose span says the watched model was called N >= 2 times in it ("model_calls", a
+// reinforcement-learning step that rolls out an episode: one policy call per action) is judged
+// by its time per model call: its time grows with its episode, not with a stall.
 //
 // Outliers while the training waited for a CPU (ProcessTreeCPUWaitPercent of the system sample
 // that covers the outlier's end at least cpu_wait_threshold, and that wait at least half the
@@ -12,10 +20,11 @@
 // samples on the outlier's node counts it kNoSystemDataUs of data time later, one whose samples
 // stopped kStaleSystemDataUs later, or at the end.
 //
-// Steps in which trainscope's hook saved tensors (their span has "saved": true) are left out:
-// their extra time is the capture's (bench/run_cost.py measures it), and on this project's VM a
-// few of the first 200 steps, which all save, stalled 2-5 ms on the file system and fired the
-// rule on a healthy MLP.
+// Steps in which trainscope's hook copied or reduced 64 KiB or more of tensors (their span has
+// "saved": true) are left out: their extra time is the capture's (bench/run_cost.py measures
+// it), and on this project's VM a few of the first 200 steps, which all save, stalled 2-5 ms on
+// the file system and fired the rule on a healthy MLP. A step that saved only its loss is judged
+// (the default rules save it at every step).
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -28,6 +37,12 @@ namespace trainscope::rules_internal {
 namespace {
 
 constexpr int64_t kMinSteps = 100;
+// The statistics cover the last kWindow steps: the step time a training has now, not its mean
+// since the start (a training whose steps lengthen, by a curriculum or longer episodes, would
+// otherwise have its late steps judged against its early ones).
+constexpr size_t kWindow = 1000;
+// A candidate is judged once this many steps of its series followed it.
+constexpr size_t kFollowers = 5;
 constexpr int64_t kNoSystemDataUs = 5'000'000;
 // Samples that stop coming (the sampler ended before the training): an outlier waits at most this
 // long, in data time, for its sample, and is then counted.
@@ -84,7 +99,10 @@ class StepOutlier : public ProfilerRule {
   }
 
   void OnEnd(Verdict* v) override {
-    for (auto& [key, s] : series_) Resolve(s, true, v);
+    for (auto& [key, s] : series_) {
+      while (!s.candidates.empty()) JudgeCandidate(s, v);  // with the followers there are
+      Resolve(s, true, v);
+    }
   }
 
   void OnFramework(const TimelineEvent& e, Verdict* v) override {
@@ -105,29 +123,72 @@ class StepOutlier : public ProfilerRule {
     }
     Series& s = it->second;
     now_us_ = std::max(now_us_, e.end_us());
-    const double d = static_cast<double>(e.dur_us) / 1e6;
-    ++s.n;  // Welford
-    const double delta = d - s.mean;
-    s.mean += delta / static_cast<double>(s.n);
-    s.m2 += delta * (d - s.mean);
+    const double seconds = static_cast<double>(e.dur_us) / 1e6;
+    int64_t calls = 1;
+    if (const std::string* c = e.Arg("model_calls"); c != nullptr) {
+      calls = std::max<int64_t>(1, std::strtoll(c->c_str(), nullptr, 10));
+      if (calls >= 2) s.per_call = true;
+    }
+    const double d = seconds / static_cast<double>(calls);  // the time judged: per model call
+    // The candidates whose last follower this is are judged (before d joins the statistics).
+    s.followers.push_back(d);
+    if (s.followers.size() > kFollowers) s.followers.pop_front();
+    ++s.n;
+    while (!s.candidates.empty() && s.n - s.candidates.front().index >= int64_t{kFollowers}) {
+      JudgeCandidate(s, v);
+    }
+    s.total += d;
+    s.window.push_back(d);
+    s.sum += d;
+    s.sum2 += d * d;
+    if (s.window.size() > kWindow) {
+      s.sum -= s.window.front();
+      s.sum2 -= s.window.front() * s.window.front();
+      s.window.pop_front();
+    }
+    if (++s.since_exact >= kWindow) {  // the running sums, summed afresh: no drift
+      s.since_exact = 0;
+      s.sum = s.sum2 = 0;
+      for (double x : s.window) {
+        s.sum += x;
+        s.sum2 += x * x;
+      }
+    }
     if (s.n <= kMinSteps) return;
-    const double std = std::sqrt(s.m2 / static_cast<double>(s.n));
-    const double threshold = s.mean + params().Double("stddev") * std;
-    if (d <= threshold || d < params().Double("min_ratio") * s.mean) return;
-    s.pending.push_back({e.end_us(), e.step.value_or(-1), d, d - s.mean, threshold});
-    Resolve(s, false, v);
+    const double k = static_cast<double>(s.window.size());
+    const double mean = s.sum / k;
+    const double std = std::sqrt(std::max(0.0, s.sum2 / k - mean * mean));
+    const double threshold = mean + params().Double("stddev") * std;
+    if (d <= threshold || d < params().Double("min_ratio") * mean) return;
+    s.candidates.push_back(
+        {Outlier{e.end_us(), e.step.value_or(-1), d, seconds, calls, d - mean, threshold}, s.n});
   }
 
  private:
   struct Outlier {
     int64_t end_us;
     int64_t step;
-    double seconds, excess, threshold;
+    double value;    // the time judged: seconds per model call
+    double seconds;  // the step's time
+    int64_t calls;   // the model's calls in the step (1: not recorded)
+    double excess;   // value beyond the window's mean
+    double threshold;
+  };
+  struct Candidate {
+    Outlier o;
+    int64_t index;  // the series' step count before it (its followers are index + 1, ...)
   };
   struct Series {
     std::string node, phase;  // the series is "<node>/<phase>"
     int64_t n = 0;
-    double mean = 0, m2 = 0;
+    double total = 0;                  // all steps' values
+    std::deque<double> window;         // the last kWindow values
+    double sum = 0, sum2 = 0;          // over the window
+    size_t since_exact = 0;            // values since the sums were summed afresh
+    std::deque<Candidate> candidates;  // waiting for their followers
+    std::deque<double> followers;      // the last kFollowers values
+    bool per_call = false;             // some step called the model 2+ times
+    int64_t changed_pace = 0;          // candidates whose followers were as slow
     int64_t outliers = 0;
     double lost = 0;  // seconds of the outliers beyond the mean at the time
     std::deque<int64_t> recent;
@@ -138,6 +199,27 @@ class StepOutlier : public ProfilerRule {
   };
 
   using Samples = std::deque<std::pair<int64_t, double>>;  // (sample time, wait % or -1)
+
+  // The oldest candidate, by the steps after it (s.followers ends with them; fewer than
+  // kFollowers at the end of the data, none: an outlier as smdebug counts it): an outlier when
+  // their median is within its threshold, a change of pace when it is not.
+  void JudgeCandidate(Series& s, Verdict* v) {
+    const Candidate c = s.candidates.front();
+    s.candidates.pop_front();
+    const auto after = static_cast<ptrdiff_t>(
+        std::min<int64_t>(s.n - c.index, static_cast<int64_t>(s.followers.size())));
+    std::vector<double> next(s.followers.end() - after, s.followers.end());
+    if (!next.empty()) {
+      std::nth_element(next.begin(), next.begin() + static_cast<ptrdiff_t>(next.size() / 2),
+                       next.end());
+      if (next[next.size() / 2] > c.o.threshold) {
+        ++s.changed_pace;
+        return;
+      }
+    }
+    s.pending.push_back(c.o);
+    Resolve(s, false, v);
+  }
 
   // Judges the pending outliers whose covering system sample is known (`end`: all of them).
   void Resolve(Series& s, bool end, Verdict* v) {
@@ -188,27 +270,32 @@ class StepOutlier : public ProfilerRule {
     s.recent.push_back(o.step);
     if (s.recent.size() > 5) s.recent.pop_front();
     if (s.outliers <= params().Int("n_outliers") || s.fired) return;
-    const double lost_percent = 100.0 * s.lost / (s.mean * static_cast<double>(s.n));
+    const double lost_percent = LostPercent(s);
     if (lost_percent <= params().Double("lost_time_threshold")) return;
     s.fired = true;
-    const double d = o.seconds;
-    const double threshold = o.threshold;
     RuleFinding f = NewProfilerFindingAtStep(o.step);
     f.tensor = s.node + "/" + s.phase;
-    f.value = d;
-    f.threshold = threshold;
+    f.value = o.value;
+    f.threshold = o.threshold;
     f.condition =
-        "more than n_outliers steps longer than mean + stddev x std and min_ratio x mean, costing "
-        "more than lost_time_threshold% of the steps' time";
+        "more than n_outliers steps longer than mean + stddev x std and min_ratio x mean of the "
+        "recent steps (per model call when the step called the model several times), quick "
+        "steps after each, costing more than lost_time_threshold% of the steps' time";
     std::string steps;
     for (int64_t st : s.recent) steps += (steps.empty() ? "" : ", ") + std::to_string(st);
+    const std::string unit = s.per_call ? " s per model call" : " s";
     f.explanation = std::to_string(s.outliers) + " of " + std::to_string(s.n) + " " + s.phase +
                     " steps took longer than mean + " + Num(params().Double("stddev")) +
-                    " std = " + Num(threshold) + " s (mean " + Num(s.mean) + " s); the last " +
-                    Num(d) + " s at step " + std::to_string(o.step) + " (recent outliers: steps " +
-                    steps + "); the stalls cost " + Num(lost_percent) + "% of the training time (" +
-                    Num(s.lost) + " s beyond the mean step): the training stalls now and then" +
-                    ContendedNote(s);
+                    " std = " + Num(o.threshold) + unit + " (mean " + Num(o.value - o.excess) +
+                    unit + " over the last " + std::to_string(kWindow) +
+                    " steps), the steps after each quick again; the last " + Num(o.seconds) +
+                    " s at step " + std::to_string(o.step) +
+                    (o.calls >= 2 ? " (" + std::to_string(o.calls) + " model calls, " +
+                                        Num(o.value) + unit + ")"
+                                  : std::string()) +
+                    " (recent outliers: steps " + steps + "); the stalls cost " +
+                    Num(lost_percent) + "% of the training time (" + Num(s.lost) + unit +
+                    " beyond the mean step): the training stalls now and then" + ContendedNote(s);
     f.recommendation =
         "look at what the slow steps do differently (trainscope timeline): periodic work in the "
         "loop (checkpoints, logging, evaluation), a data-loader batch that arrives late (raise "
@@ -220,20 +307,32 @@ class StepOutlier : public ProfilerRule {
   std::string Summary() const override {
     std::string out;
     for (const auto& [key, s] : series_) {
-      out +=
-          (out.empty() ? "" : "; ") + key + ": " + std::to_string(s.n) + " steps, mean " +
-          Num(s.mean) + " s, " + std::to_string(s.outliers) + " outliers (tolerated " +
-          std::to_string(params().Int("n_outliers")) + ") costing " +
-          Num(s.n > 0 && s.mean > 0 ? 100.0 * s.lost / (s.mean * static_cast<double>(s.n)) : 0.0) +
-          "% of the steps' time (tolerated " + Num(params().Double("lost_time_threshold")) + "%)" +
-          ContendedNote(s);
+      const double mean = s.window.empty() ? 0.0 : s.sum / static_cast<double>(s.window.size());
+      out += (out.empty() ? "" : "; ") + key + ": " + std::to_string(s.n) + " steps, mean " +
+             Num(mean) + (s.per_call ? " s per model call" : " s") + " (last " +
+             std::to_string(s.window.size()) + "), " + std::to_string(s.outliers) +
+             " outliers (tolerated " + std::to_string(params().Int("n_outliers")) + ") costing " +
+             Num(LostPercent(s)) + "% of the steps' time (tolerated " +
+             Num(params().Double("lost_time_threshold")) + "%)" + ContendedNote(s);
+      if (s.changed_pace > 0) {
+        out += "; " + std::to_string(s.changed_pace) +
+               " slow steps were followed by steps as slow (the pace changed: longer inputs or "
+               "episodes), not counted";
+      }
     }
     return out.empty() ? "no step events in the framework timeline" : out;
   }
 
+  static double LostPercent(const Series& s) {
+    return s.total > 0 ? 100.0 * s.lost / s.total : 0.0;
+  }
+
   size_t OwnStateBytes() const override {
     size_t b = series_.size() * (sizeof(Series) + 128);
-    for (const auto& [key, s] : series_) b += s.pending.size() * sizeof(Outlier);
+    for (const auto& [key, s] : series_) {
+      b += s.pending.size() * sizeof(Outlier) + s.candidates.size() * sizeof(Candidate) +
+           (s.window.size() + s.followers.size()) * sizeof(double);
+    }
     for (const auto& [node, w] : waits_) b += w.size() * sizeof(w.front()) + node.size();
     return b;
   }

@@ -77,15 +77,29 @@ TEST(StepTimelineTest, EachBoundaryEndsTheStepInProgressAsASpanWithSmdebugsArgs)
 TEST(StepTimelineTest, AStepThatSavedTensorsSaysSo) {
   Fixture f;
   StepTimeline t(f.writer.get(), 1, 0, 0);
-  t.Begin(kT0 + 100, Mode::kTrain, 0, 0, /*saved=*/true);
-  t.Begin(kT0 + 200, Mode::kTrain, 1, 1);
-  t.Begin(kT0 + 300, Mode::kTrain, 2, 2, true);
-  t.End(kT0 + 400);
+  t.Begin(kT0 + 100, Mode::kTrain, 0, 0);
+  t.Begin(kT0 + 200, Mode::kTrain, 1, 1, /*ended_saved=*/true);  // step 0 saved
+  t.Begin(kT0 + 300, Mode::kTrain, 2, 2);
+  t.End(kT0 + 400, /*ended_saved=*/true);
   const std::vector<json> e = f.Events();
   ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0]["args"]["saved"], true);  // StepOutlier leaves such steps out
   EXPECT_FALSE(e[1]["args"].contains("saved"));
   EXPECT_EQ(e[2]["args"]["saved"], true);
+}
+
+TEST(StepTimelineTest, AStepThatCalledTheModelSeveralTimesSaysHowMany) {
+  Fixture f;
+  StepTimeline t(f.writer.get(), 1, 0, 0);
+  t.Begin(kT0 + 100, Mode::kTrain, 0, 0);
+  t.Begin(kT0 + 200, Mode::kTrain, 1, 1, false, /*ended_model_calls=*/187);  // step 0's calls
+  t.Begin(kT0 + 300, Mode::kTrain, 2, 2, false, 1);  // one call: nothing to say
+  t.End(kT0 + 400, false, 2);
+  const std::vector<json> e = f.Events();
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0]["args"]["model_calls"], 187);  // StepOutlier judges it per call
+  EXPECT_FALSE(e[1]["args"].contains("model_calls"));
+  EXPECT_EQ(e[2]["args"]["model_calls"], 2);
 }
 
 TEST(StepTimelineTest, PhasesAtMostOncePerPeriodAndStepsWithoutThemSaySo) {

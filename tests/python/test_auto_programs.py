@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from profiler_util import trainscope_cli
+from profiler_util import raw_events, trainscope_cli
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "tests" / "training" / "auto_programs"
@@ -398,6 +398,14 @@ def test_actor_critic_reinforcement_learning(tmp_path):
     assert min(calls) >= 8 and max(calls) >= 2 * min(calls), calls
     status = statuses(path)["LossNotDecreasing"]
     assert "the training called its model" in status["message"], status
+    # The framework timeline's step spans carry the same counts (args.model_calls), and
+    # StepOutlier judges the steps, whose time grows with their episodes, per model call.
+    spans = {int(e["args"]["step_num"]): e["args"].get("model_calls")
+             for e in raw_events(path) if e["phase"] == "Step:ModeKeys.TRAIN"}
+    assert {s: spans[s] for s in range(1, 200)} == {s: t.model_calls(s) for s in range(1, 200)}
+    outlier = json.loads((path / "rule-output" / "StepOutlier" / "status.json").read_text())
+    assert outlier["status"] == "NoIssuesFound", outlier
+    assert "s per model call" in outlier["message"], outlier
 
 
 def test_deep_q_learning_on_a_gymnasium_environment(tmp_path):

@@ -67,6 +67,7 @@ struct SimSpan {
   int64_t step = -1;
   bool phases_dropped = false;  // a step span with "phases": false (PhaseMinIntervalInMilliseconds)
   bool saved = false;           // a step span with "saved": true (the debugger saved tensors)
+  int64_t model_calls = 0;      // >= 2: a step span with "model_calls" (the model's calls)
   int64_t end() const { return start_us + dur_us; }
 };
 
@@ -147,15 +148,25 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
       // every saved_every-th (0: none), and the stalled ones when stalls_saved.
       const int64_t saved_every = st.value("saved_every", int64_t{0});
       const bool stalls_saved = st.value("stalls_saved", false);
-      // The model called this many times a step, the loop's own work between the calls (a
-      // rollout: an environment stepped between the policy's calls), one backward at the end.
-      const int64_t forward_calls = std::max<int64_t>(1, st.value("forward_calls", int64_t{1}));
+      // The model called this many times a step (a value spec: "linear" over the segment's
+      // time, "spike" and "alternate" over its steps), the
+      // loop's own work between the calls (a rollout: an environment stepped between the
+      // policy's calls), one backward at the end; the step takes ms_per_call more per call, and
+      // its span says how many calls it made ("model_calls") unless record_calls is false.
+      const Json calls_spec = st.value("forward_calls", Json(1));
+      const double ms_per_call = st.value("ms_per_call", 0.0);
+      const bool record_calls = st.value("record_calls", true);
       std::normal_distribution<double> noise(0.0, 1.0);
+      const bool calls_by_time = calls_spec.is_object() && calls_spec.contains("linear");
       int64_t t = t0;
-      while (true) {
-        int64_t d = ms;
+      for (int64_t seg_step = 0;; ++seg_step) {
+        const auto forward_calls = std::max<int64_t>(
+            1, std::llround(calls_by_time ? SpecValue(calls_spec, t - t0, dur_us, rng)
+                                          : SpecValue(calls_spec, seg_step, 0, rng)));
+        const int64_t step_us = ms + static_cast<int64_t>(ms_per_call * 1000) * forward_calls;
+        int64_t d = step_us;
         if (jitter > 0)
-          d = std::max<int64_t>(1, static_cast<int64_t>(ms * (1 + jitter * noise(rng))));
+          d = std::max<int64_t>(1, static_cast<int64_t>(step_us * (1 + jitter * noise(rng))));
         const bool stalled = every > 0 && step % every == every - 1;
         if (stalled) d += stall_us;
         if (t + data_us + loop_us + d > t0 + dur_us) break;
@@ -169,7 +180,8 @@ inline void ExpandCase(const Json& c, std::vector<SimSample>* samples, std::vect
         const bool phased = step % phases_every == 0;
         const bool saved =
             (saved_every > 0 && step % saved_every == 0) || (stalls_saved && stalled);
-        spans->push_back({phase, "Step", t, loop_us + d, step, !phased, saved});
+        spans->push_back({phase, "Step", t, loop_us + d, step, !phased, saved,
+                          record_calls && forward_calls >= 2 ? forward_calls : 0});
         if (phased && forward_calls > 1) {
           // Call i at the end of its share of the loop's work: [work, call] x forward_calls.
           const int64_t call_us = std::max<int64_t>(1, d / 3 / forward_calls);
@@ -291,6 +303,7 @@ inline ProfilerCaseOutcome RunProfilerCase(const Json& c, const std::string& rul
       if (s.step >= 0) args.push_back(TimelineArg("step_num", std::to_string(s.step)));
       if (s.phases_dropped) args.push_back(TimelineArg("phases", false));
       if (s.saved) args.push_back(TimelineArg("saved", true));
+      if (s.model_calls >= 2) args.push_back(TimelineArg("model_calls", s.model_calls));
       (*tw)->Record(s.phase, s.name, static_cast<uint64_t>(s.start_us),
                     static_cast<uint64_t>(s.dur_us), std::move(args));
     }

@@ -87,15 +87,16 @@ def _has_step_spans(trial):
     return False
 
 
-def run_under_trainscope(out, rules, python_args, env=None, options=()):
-    """`trainscope run --out OUT --rules none --rule R... OPTIONS --json -- python ARGS` with this
-    trainscope importable; asserts the training exited 0 and returns (process, JSON summary)."""
+def run_under_trainscope(out, rules, python_args, env=None, options=(), rule_set="none"):
+    """`trainscope run --out OUT --rules RULE_SET --rule R... OPTIONS --json -- python ARGS` with
+    this trainscope importable; asserts the training exited 0 and returns (process, JSON
+    summary)."""
     import trainscope
 
     env = dict(os.environ if env is None else env)
     pkg_parent = str(Path(trainscope.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [str(CLI), "run", "--out", str(out), "--rules", "none", "--json", *options]
+    cmd = [str(CLI), "run", "--out", str(out), "--rules", rule_set, "--json", *options]
     for r in rules:
         cmd += ["--rule", r]
     cmd += ["--", sys.executable, *python_args]
@@ -216,3 +217,23 @@ def test_step_outlier_stays_quiet_on_a_healthy_training_beside_busy_processes(tm
     assert waits[len(waits) // 2] > 10, ("the busy processes did not make the training wait", waits)
     status = _status(trial, "StepOutlier")
     assert status["status"] == "NoIssuesFound", (status, _findings(trial, "StepOutlier")[:1])
+
+
+@pytest.mark.skipif(CLI is None, reason="the native trainscope command is not built "
+                                        "(cmake --build build --target trainscope_cli)")
+def test_step_outlier_fires_on_stalls_under_the_default_rules(tmp_path):
+    """step_stall.py under `trainscope run --rules default`: the tensor rules save the loss at
+    every step (LossNotDecreasing) and gradients and weights every 10th. StepOutlier leaves out
+    the steps whose capture did real work (their spans' "saved": true, 64 KiB or more copied or
+    reduced); when any saved tensor marked a step, every step here was left out and StepOutlier
+    judged none ("no step events in the framework timeline"): the default set was blind to
+    stalls. A step that saved only its loss is now judged, and the stalls (0.5 s every 25th
+    step, none of them a step that saves gradients) are found."""
+    trial = tmp_path / "trial"
+    run_under_trainscope(trial, [], [str(PROGRAMS / "step_stall.py")], rule_set="default",
+                         options=["--no-system"])
+    status = _status(trial, "StepOutlier")
+    findings = _findings(trial, "StepOutlier")
+    assert status["status"] == "IssuesFound", status
+    assert findings and findings[0]["step"] % 25 == 24, findings[:1]
+    assert "the training stalls now and then" in findings[0]["explanation"], findings[0]

@@ -443,6 +443,7 @@ class Hook:
                 f"Invalid mode {mode}. Valid modes are {','.join(_modes.ALLOWED_MODE_NAMES)}."
             ) from None
         if self._prof is not None:
+            self._c.end_step_timeline()  # the step's span, with its model calls
             self._prof.on_mode_change()
         self._c.set_mode(m.value)
 
@@ -937,6 +938,7 @@ class Hook:
         if self._closures.steps:
             self._record_closures()
         if self._prof is not None:
+            self._c.end_step_timeline()  # the last step's span, with its model calls
             self._c.attach_step_timeline(None)
             self._prof.close()
         self._c.close()

@@ -8,7 +8,8 @@ torch.profiler window), python ([start_step, num_steps] of the Python profiling 
 python_profiler (which profiler that window runs: "cprofile", the default, or "pyinstrument"),
 system (start_system_monitor value), interval_ms (system sampling interval), via_env (pass the
 configuration as TRAINSCOPE_PROFILER_CONFIG instead of the constructor), workers (DataLoader
-num_workers, default 0), phase_min_interval_ms (PhaseMinIntervalInMilliseconds).
+num_workers, default 0), phase_min_interval_ms (PhaseMinIntervalInMilliseconds), width (the
+hidden layer's, default 32), include (the hook's include_collections; default: its own).
 The last stdout line: {"spans": [[phase, name, start_us, dur_us, step], ...], "detailed": [...],
 "python_stats": [...], "data_python_stats": [...] (what get_profiler_data() listed before the
 hook closed), "system_count": n, "node_id": ..., "base_dir": ...}.
@@ -48,9 +49,10 @@ if opts.get("via_env"):
     with open(path, "w") as f:
         f.write(config.to_json())
     os.environ["TRAINSCOPE_PROFILER_CONFIG"] = path
-    hook = ts.Hook(out_dir=out_dir)
+    hook = ts.Hook(out_dir=out_dir, include_collections=opts.get("include"))
 else:
-    hook = ts.Hook(out_dir=out_dir, profiler_config=config)
+    hook = ts.Hook(out_dir=out_dir, profiler_config=config,
+                   include_collections=opts.get("include"))
 
 
 def slow_collate(batch):
@@ -63,7 +65,8 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # a tiny model; intra-op threads only add waits on a shared machine
 n = 8 * (steps + eval_steps + 1)
 data = TensorDataset(torch.randn(n, 16), torch.randint(0, 4, (n,)))
-model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+width = int(opts.get("width", 32))
+model = torch.nn.Sequential(torch.nn.Linear(16, width), torch.nn.ReLU(), torch.nn.Linear(width, 4))
 loss_fn = torch.nn.CrossEntropyLoss()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 hook.register_module(model)

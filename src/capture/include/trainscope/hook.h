@@ -194,6 +194,14 @@ class Hook {
   // something) and starts again at 0 at each Step(). The automatic mode calls it for each forward
   // pass of a model it watches, the one that begins the step included. Any thread; lock-free.
   void CountModelCall() { model_calls_.fetch_add(1, std::memory_order_relaxed); }
+  // The model calls counted in the current step so far.
+  int64_t model_calls() const { return model_calls_.load(std::memory_order_relaxed); }
+  // Bytes of the tensors this hook saved raw or reduced since it was made (a reduction computed
+  // by the caller, SaveStats: its element count x 4): the capture's work on the training thread.
+  // Its growth between two step boundaries is the work of that step (the framework timeline
+  // marks a step whose capture copied or reduced kSavedStepBytes or more, "saved": true).
+  uint64_t captured_bytes() const;
+  static constexpr uint64_t kSavedStepBytes = 64 * 1024;
 
   // Writes the collections file (once a step was saved) and waits until every ended step is
   // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().

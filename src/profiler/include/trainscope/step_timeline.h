@@ -6,9 +6,11 @@
 // MLP's 0.3 ms step): Begin() ends the step in progress (a complete event of phase
 // "Step:ModeKeys.<MODE>", named as its phase, with args step_num (the mode step, a string, as
 // smdebug writes it), pid, global_step, "phases": false when the step's Forward, Backward and
-// Optimizer spans were left out, and "saved": true when the debugger saved tensors in the step:
-// its time is partly trainscope's), starts the next, and says whether the next one records its
-// phases. The Python hook calls it through one binding together with Hook::Step().
+// Optimizer spans were left out, "saved": true when the debugger's capture copied or reduced
+// Hook::kSavedStepBytes or more in the step: its time is partly trainscope's, and "model_calls":
+// N when the watched model was called N >= 2 times in it), starts the next, and says whether the
+// next one records its phases. The Python hook calls it through one binding together with
+// Hook::Step().
 //
 // Spans reach the writer in batches (Flush: at least every 64 spans or 100 ms of step time, and
 // at End(); the owner calls End() or Flush() before destroying it) through
@@ -56,11 +58,14 @@ class StepTimeline {
   // A step boundary at t_us: the step in progress (if any) ends at t_us and is recorded; the
   // step (mode, mode_step, global_step) begins. Returns whether it records its phases: true
   // when the period is 0, or when at least the period has passed since the beginning of the
-  // last step that recorded them. `saved`: the step begun saves tensors (its span says so).
-  bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step, bool saved = false);
+  // last step that recorded them. The step that ends: `ended_saved`, the debugger's capture
+  // did real work in it (its span's "saved": true); `ended_model_calls`, the watched model's
+  // calls in it (its span's "model_calls" when 2 or more).
+  bool Begin(uint64_t t_us, Mode mode, int64_t mode_step, int64_t global_step,
+             bool ended_saved = false, int64_t ended_model_calls = 0);
   // Ends the step in progress at t_us (a mode change, the end of profiling; no-op without one)
   // and hands the writer every span not handed yet.
-  void End(uint64_t t_us);
+  void End(uint64_t t_us, bool ended_saved = false, int64_t ended_model_calls = 0);
   // Hands the writer the spans not handed yet.
   void Flush();
 
@@ -78,7 +83,8 @@ class StepTimeline {
   static std::string_view PhaseName(Mode mode);
 
  private:
-  void EndStep(uint64_t t_us);  // the step in progress into the batch (and kept)
+  void EndStep(uint64_t t_us, bool saved,
+               int64_t model_calls);  // the step in progress into the batch (and kept)
   void Keep(const Span& span);
   Span& KeptAt(size_t slot) { return kept_blocks_[slot / kKeptBlock][slot % kKeptBlock]; }
   const Span& KeptAt(size_t slot) const {
@@ -97,7 +103,6 @@ class StepTimeline {
   Mode mode_ = Mode::kGlobal;
   int64_t mode_step_ = -1;
   int64_t global_step_ = -1;
-  bool saved_ = false;  // the step in progress saves tensors
   // The kept spans: a ring of keep_ slots over blocks; kept_count_ spans, the oldest at slot
   // kept_head_ once the ring is full (slot 0 before).
   std::vector<std::unique_ptr<Span[]>> kept_blocks_;

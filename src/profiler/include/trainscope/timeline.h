@@ -67,6 +67,7 @@ struct TimelineStepSpan {
   int64_t global_step = -1;  // args "global_step"
   bool phases = true;        // false: args "phases": false
   bool saved = false;        // true: args "saved": true
+  int64_t model_calls = 0;   // >= 2: args "model_calls" (the watched model's calls in the step)
 };
 
 struct TimelineWriterOptions {
