@@ -18,6 +18,9 @@ process's own cost. Variants:
   floor     pre-hook plus global optimizer pre- and post-hooks that return at once (the
             profiler's Optimizer span and the automatic mode need them)
   hook      smdebug's two lines (the hook from the configuration, the model and loss registered)
+  unprofiled  hook without the profiler's configuration (no framework timeline): hook less this
+            is what the framework profile (a Step span a step, the phases' spans now and then)
+            costs the training
   auto      the unmodified script under the automatic mode
 
 For hook and auto each step is classified after it ran: a phase step (the profiler records its
@@ -41,7 +44,8 @@ import time
 
 from run_cost import trainscope_cmd  # bench/ is this script's folder: first on sys.path
 
-VARIANTS = ("plain", "pre-hook", "floor", "hook", "auto")
+VARIANTS = ("plain", "pre-hook", "floor", "hook", "unprofiled", "auto")
+HOOKED = ("hook", "unprofiled", "auto")
 WARMUP = 1000  # steps left out of the figures (the first saving steps, the schedule's stretch)
 
 
@@ -70,14 +74,16 @@ def child_env(variant, files, env, trial):
     for k in list(e):
         if k.startswith(("TRAINSCOPE", "SMDEBUG")):
             del e[k]
-    if variant in ("hook", "auto"):
+    if variant in HOOKED:
         os.makedirs(os.path.join(trial, ".trainscope"))
         for name, text in files.items():
             with open(os.path.join(trial, ".trainscope", name), "w") as f:
                 f.write(text.replace("{OUT}", trial))
         e.update({k: v.replace("{OUT}", trial) for k, v in env.items()})
-        if variant == "hook":
+        if variant != "auto":
             e.pop("TRAINSCOPE_AUTO", None)
+        if variant == "unprofiled":
+            e.pop("TRAINSCOPE_PROFILER_CONFIG", None)
     return e
 
 
@@ -106,7 +112,7 @@ def child(variant, steps):
         register_optimizer_step_pre_hook(lambda o, a, k: None)
         register_optimizer_step_post_hook(lambda o, a, k: None)
     hook = None
-    if variant == "hook":
+    if variant in ("hook", "unprofiled"):
         import trainscope.pytorch as ts
 
         hook = ts.Hook.create_from_json_file()
@@ -228,12 +234,12 @@ def report(rounds, args):
     plain = summary.get("plain", {}).get("median_us")
     print(f"\nThe MLP's step in the training process, {args.steps} steps, medians of {args.rounds} "
           "rounds (us; `trainscope run --rules default`'s configurations, no rule worker beside)")
-    print(f"{'variant':9s} {'median':>8s} {'mean':>8s} {'+plain':>7s}")
+    print(f"{'variant':10s} {'median':>8s} {'mean':>8s} {'+plain':>7s}")
     for v, s in summary.items():
         extra = f"{s['median_us'] - plain:+7.1f}" if plain is not None else ""
-        print(f"{v:9s} {s['median_us']:8.1f} {s['mean_us']:8.1f} {extra}")
+        print(f"{v:10s} {s['median_us']:8.1f} {s['mean_us']:8.1f} {extra}")
     names = {"q": "quiet step", "p": "phase step", "a": "after a phase step", "s": "saving step"}
-    for v in ("hook", "auto"):
+    for v in HOOKED:
         s = summary.get(v)
         if s is None or "q" not in s["kinds"]:
             continue

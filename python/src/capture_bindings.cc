@@ -212,8 +212,8 @@ class PyHook {
   int Boundary() {
     const uint64_t t_us = timeline_ != nullptr ? timeline_->Now() : 0;
     // The ending step's model calls (Step() starts the count again) and capture work.
-    const int64_t calls = h().model_calls();
-    const bool ended_saved = EndedSaved();
+    const int64_t calls = timeline_ != nullptr ? h().model_calls() : 0;
+    const bool ended_saved = timeline_ != nullptr && EndedSaved();
     const bool saving = Step();
     const Hook& hook = h();
     if (!saving && hook.StopRequested()) return kBoundaryStopped;
@@ -234,6 +234,7 @@ class PyHook {
   void AttachStepTimeline(py::object timeline) {
     timeline_ = timeline.is_none() ? nullptr : timeline.cast<StepTimeline*>();
     timeline_obj_ = std::move(timeline);
+    boundary_captured_ = h().captured_bytes();  // work before it is no step's of this timeline
   }
 
   // The forward pre-hook's state (ForwardPreHook below), set from Python when it changes:

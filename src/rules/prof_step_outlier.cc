@@ -287,7 +287,7 @@ class StepOutlier : public ProfilerRule {
     f.explanation = std::to_string(s.outliers) + " of " + std::to_string(s.n) + " " + s.phase +
                     " steps took longer than mean + " + Num(params().Double("stddev")) +
                     " std = " + Num(o.threshold) + unit + " (mean " + Num(o.value - o.excess) +
-                    unit + " over the last " + std::to_string(kWindow) +
+                    unit + " over the last " + std::to_string(s.window.size()) +
                     " steps), the steps after each quick again; the last " + Num(o.seconds) +
                     " s at step " + std::to_string(o.step) +
                     (o.calls >= 2 ? " (" + std::to_string(o.calls) + " model calls, " +
