@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "trainscope/step_timeline.h"
 #include "trainscope/timeline.h"
 
 namespace {
@@ -64,6 +65,36 @@ void BM_FlushSerialise(benchmark::State& state) {
   std::filesystem::remove_all(dir, ec);
 }
 BENCHMARK(BM_FlushSerialise)->Unit(benchmark::kMicrosecond);
+
+// A step boundary's Step span as the hook makes it (StepTimeline::Begin: the span that ends into
+// the batch, a batch to the writer every 64 steps, kept spans for get_profiler_data()) with the
+// writer's thread flushing every 100 ms: the process's CPU time per step, both threads. What the
+// framework profile costs a quiet step of a short-step training (bench/step_anatomy.py's MLP:
+// about 320 us a step on an idle machine here). Arg: spans kept (0, or the recorder's 200000).
+void BM_StepSpan(benchmark::State& state) {
+  std::string dir = MakeTempDir();
+  {
+    trainscope::TimelineWriterOptions o;
+    o.node_id = "bench";
+    o.flush_interval_millis = 100;
+    auto w =
+        std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+    trainscope::StepTimeline steps(w.get(), 42, /*phase_period_us=*/0,
+                                   static_cast<size_t>(state.range(0)));
+    int64_t step = 0;
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(steps.Begin(steps.Now(), trainscope::Mode::kTrain, step, step,
+                                           step % 50 == 0, step % 3 == 0 ? 7 : 0));
+      ++step;
+    }
+    steps.End(steps.Now());
+    if (trainscope::Status s = w->Close(); !s.ok()) state.SkipWithError(s.ToString().c_str());
+    state.counters["written"] = static_cast<double>(w->events_written());
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+BENCHMARK(BM_StepSpan)->Arg(0)->Arg(200000)->MeasureProcessCPUTime()->UseRealTime();
 
 }  // namespace
 
