@@ -110,7 +110,10 @@ class StepOutlier : public ProfilerRule {
     // A step in which the debugger saved tensors ("saved": true, docs/formats/
     // framework_profiling.md) is partly trainscope's time (copies, new files; on a slow file
     // system a stall): it is not the training's, and neither in the statistics nor an outlier.
-    if (const std::string* saved = e.Arg("saved"); saved != nullptr && *saved == "true") return;
+    if (const std::string* saved = e.Arg("saved"); saved != nullptr && *saved == "true") {
+      ++saved_steps_;
+      return;
+    }
     const std::string& mode = params().String("mode");
     if (!mode.empty() && e.phase.find(mode) == std::string::npos) return;
     const std::string key = e.node_id + "/" + e.phase;
@@ -176,7 +179,7 @@ class StepOutlier : public ProfilerRule {
   };
   struct Candidate {
     Outlier o;
-    int64_t index;  // the series' step count before it (its followers are index + 1, ...)
+    int64_t index;  // the series' step count with it (its followers are index + 1, ...)
   };
   struct Series {
     std::string node, phase;  // the series is "<node>/<phase>"
@@ -320,6 +323,12 @@ class StepOutlier : public ProfilerRule {
                "episodes), not counted";
       }
     }
+    if (out.empty() && saved_steps_ > 0) {
+      return "no step judged: each of the " + std::to_string(saved_steps_) +
+             " step events was a step in which the debugger copied or reduced 64 KiB or more of "
+             "tensors (\"saved\": true, its time partly the capture's); save fewer tensors "
+             "at every step (a larger save_interval) to have the steps judged";
+    }
     return out.empty() ? "no step events in the framework timeline" : out;
   }
 
@@ -348,7 +357,8 @@ class StepOutlier : public ProfilerRule {
   std::map<std::string, Series> series_;
   // node -> (sample time, ProcessTreeCPUWaitPercent or -1), in time order
   std::map<std::string, Samples> waits_;
-  int64_t now_us_ = 0;  // the latest framework event's end (data time)
+  int64_t now_us_ = 0;       // the latest framework event's end (data time)
+  int64_t saved_steps_ = 0;  // step events left out: the capture's work in them
 };
 
 }  // namespace
