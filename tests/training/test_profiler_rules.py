@@ -16,6 +16,7 @@ written as JSON lines.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -235,5 +236,11 @@ def test_step_outlier_fires_on_stalls_under_the_default_rules(tmp_path):
     status = _status(trial, "StepOutlier")
     findings = _findings(trial, "StepOutlier")
     assert status["status"] == "IssuesFound", status
-    assert findings and findings[0]["step"] % 25 == 24, findings[:1]
-    assert "the training stalls now and then" in findings[0]["explanation"], findings[0]
+    assert findings, status
+    explanation = findings[0]["explanation"]
+    assert "the training stalls now and then" in explanation, findings[0]
+    # Its last outliers are the stalls (steps 24, 49, ...; a hiccup of a loaded machine may be
+    # among them).
+    recent = [int(x) for x in re.search(r"recent outliers: steps ([\d, ]+)", explanation)
+              .group(1).split(",")]
+    assert sum(1 for st in recent if st % 25 == 24) >= 3, explanation
