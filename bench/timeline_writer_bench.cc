@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
+#include <string>
 
 #include "trainscope/step_timeline.h"
 #include "trainscope/timeline.h"
@@ -16,14 +18,19 @@ std::string MakeTempDir() {
   return mkdtemp(tmpl.data()) ? tmpl : "/tmp";
 }
 
+// A writer into `dir` with node id "bench"; flush_interval_millis 0: no background thread.
+std::unique_ptr<trainscope::TimelineWriter> OpenWriter(const std::string& dir,
+                                                       int64_t flush_interval_millis) {
+  trainscope::TimelineWriterOptions o;
+  o.node_id = "bench";
+  o.flush_interval_millis = flush_interval_millis;
+  return std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+}
+
 void BM_Record(benchmark::State& state) {
   std::string dir = MakeTempDir();
   {
-    trainscope::TimelineWriterOptions o;
-    o.node_id = "bench";
-    o.flush_interval_millis = state.range(0);
-    auto w =
-        std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+    auto w = OpenWriter(dir, state.range(0));
     uint64_t t = w->NowMicros();
     int64_t step = 0;
     for (auto _ : state) {
@@ -41,11 +48,7 @@ BENCHMARK(BM_Record)->Arg(0)->Arg(100)->Iterations(1000000);
 
 void BM_FlushSerialise(benchmark::State& state) {
   std::string dir = MakeTempDir();
-  trainscope::TimelineWriterOptions o;
-  o.node_id = "bench";
-  o.flush_interval_millis = 0;
-  auto w =
-      std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+  auto w = OpenWriter(dir, 0);
   uint64_t t = w->NowMicros();
   for (auto _ : state) {
     state.PauseTiming();
@@ -74,11 +77,7 @@ BENCHMARK(BM_FlushSerialise)->Unit(benchmark::kMicrosecond);
 void BM_StepSpan(benchmark::State& state) {
   std::string dir = MakeTempDir();
   {
-    trainscope::TimelineWriterOptions o;
-    o.node_id = "bench";
-    o.flush_interval_millis = 100;
-    auto w =
-        std::move(trainscope::TimelineWriter::Create(trainscope::Env::Default(), dir, o)).value();
+    auto w = OpenWriter(dir, 100);
     trainscope::StepTimeline steps(w.get(), 42, /*phase_period_us=*/0,
                                    static_cast<size_t>(state.range(0)));
     int64_t step = 0;

@@ -133,14 +133,7 @@ class StepOutlier : public ProfilerRule {
       if (calls >= 2) s.per_call = true;
     }
     const double d = seconds / static_cast<double>(calls);  // the time judged: per model call
-    // The candidates whose last follower this is are judged (before d joins the statistics).
-    s.followers.push_back(d);
-    if (s.followers.size() > kFollowers) s.followers.pop_front();
     ++s.n;
-    while (!s.candidates.empty() && s.n - s.candidates.front().index >= int64_t{kFollowers}) {
-      JudgeCandidate(s, v);
-    }
-    s.total += d;
     s.window.push_back(d);
     s.sum += d;
     s.sum2 += d * d;
@@ -157,6 +150,11 @@ class StepOutlier : public ProfilerRule {
         s.sum2 += x * x;
       }
     }
+    // The candidates whose last follower this is are judged (their followers: the window's tail).
+    while (!s.candidates.empty() && s.n - s.candidates.front().index >= int64_t{kFollowers}) {
+      JudgeCandidate(s, v);
+    }
+    s.total += d;
     if (s.n <= kMinSteps) return;
     const double k = static_cast<double>(s.window.size());
     const double mean = s.sum / k;
@@ -189,7 +187,6 @@ class StepOutlier : public ProfilerRule {
     double sum = 0, sum2 = 0;          // over the window
     size_t since_exact = 0;            // values since the sums were summed afresh
     std::deque<Candidate> candidates;  // waiting for their followers
-    std::deque<double> followers;      // the last kFollowers values
     bool per_call = false;             // some step called the model 2+ times
     int64_t changed_pace = 0;          // candidates whose followers were as slow
     int64_t outliers = 0;
@@ -203,15 +200,15 @@ class StepOutlier : public ProfilerRule {
 
   using Samples = std::deque<std::pair<int64_t, double>>;  // (sample time, wait % or -1)
 
-  // The oldest candidate, by the steps after it (s.followers ends with them; fewer than
+  // The oldest candidate, by the steps after it (s.window ends with them; fewer than
   // kFollowers at the end of the data, none: an outlier as smdebug counts it): an outlier when
   // their median is within its threshold, a change of pace when it is not.
   void JudgeCandidate(Series& s, Verdict* v) {
     const Candidate c = s.candidates.front();
     s.candidates.pop_front();
     const auto after = static_cast<ptrdiff_t>(
-        std::min<int64_t>(s.n - c.index, static_cast<int64_t>(s.followers.size())));
-    std::vector<double> next(s.followers.end() - after, s.followers.end());
+        std::min<int64_t>(s.n - c.index, static_cast<int64_t>(s.window.size())));
+    std::vector<double> next(s.window.end() - after, s.window.end());
     if (!next.empty()) {
       std::nth_element(next.begin(), next.begin() + static_cast<ptrdiff_t>(next.size() / 2),
                        next.end());
@@ -340,7 +337,7 @@ class StepOutlier : public ProfilerRule {
     size_t b = series_.size() * (sizeof(Series) + 128);
     for (const auto& [key, s] : series_) {
       b += s.pending.size() * sizeof(Outlier) + s.candidates.size() * sizeof(Candidate) +
-           (s.window.size() + s.followers.size()) * sizeof(double);
+           s.window.size() * sizeof(double);
     }
     for (const auto& [node, w] : waits_) b += w.size() * sizeof(w.front()) + node.size();
     return b;
