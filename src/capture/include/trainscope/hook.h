@@ -201,7 +201,7 @@ class Hook {
   // Its growth between two step boundaries is the work of that step (the framework timeline
   // marks a step whose capture copied or reduced kSavedStepBytes or more, "saved": true).
   uint64_t captured_bytes() const;
-  static constexpr uint64_t kSavedStepBytes = 64 * 1024;
+  static constexpr uint64_t kSavedStepBytes = uint64_t{64} * 1024;
 
   // Writes the collections file (once a step was saved) and waits until every ended step is
   // on disk, so a reader sees them; the step in progress is not ended. Returns first_error().
