@@ -86,7 +86,9 @@ cmake_args=()
 if torch_prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null); then
   cmake_args+=(-DCMAKE_PREFIX_PATH="$torch_prefix")
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# -Werror here (the developers' build) even when build/ was last configured by `pip install`,
+# whose builds leave it off (CMakeLists.txt, TRAINSCOPE_WERROR).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_WERROR=ON \
   -DPython_EXECUTABLE="$PY" ${cmake_args[@]+"${cmake_args[@]}"} >/dev/null
 cmake --build build -j"$(nproc)"
 

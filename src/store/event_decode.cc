@@ -77,8 +77,8 @@ Status DecodeShape(WireReader r, std::vector<int64_t>* shape) {
   static constexpr std::string_view kMsg = "TensorShapeProto";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     if (field == 2) {  // dim
       TS_EXPECT_WT_(wire::kLen);
@@ -88,8 +88,8 @@ Status DecodeShape(WireReader r, std::vector<int64_t>* shape) {
       int64_t size = 0;
       while (!d.done()) {
         const char* dat = d.pos();
-        int dfield;
-        WireType dwt;
+        int dfield = 0;
+        WireType dwt{};
         TS_RETURN_IF_ERROR(d.ReadTag(&dfield, &dwt));
         if (dfield == 1) {
           if (dwt != wire::kVarint) return d.WrongType(dat, "TensorShapeProto.Dim", dfield, dwt);
@@ -112,8 +112,8 @@ Status DecodeTensor(WireReader r, TensorProtoView* t) {
   static constexpr std::string_view kMsg = "TensorProto";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     std::string_view bytes;
     uint64_t u = 0;
@@ -180,8 +180,8 @@ Status DecodeHisto(WireReader r, HistogramData* h) {
   static constexpr std::string_view kMsg = "HistogramProto";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     double* scalar = nullptr;
     switch (field) {
@@ -221,8 +221,8 @@ Status DecodeMetadata(WireReader r, std::vector<PluginDataView>* out) {
   static constexpr std::string_view kMsg = "SummaryMetadata";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     if (field != 1) {
       TS_RETURN_IF_ERROR(r.Skip(field, wt));
@@ -235,8 +235,8 @@ Status DecodeMetadata(WireReader r, std::vector<PluginDataView>* out) {
     PluginDataView pd;
     while (!p.done()) {
       const char* pat = p.pos();
-      int pfield;
-      WireType pwt;
+      int pfield = 0;
+      WireType pwt{};
       TS_RETURN_IF_ERROR(p.ReadTag(&pfield, &pwt));
       if (pfield == 1 || pfield == 2) {
         if (pwt != wire::kLen) return p.WrongType(pat, "PluginData", pfield, pwt);
@@ -254,8 +254,8 @@ Status DecodeValue(WireReader r, SummaryValueView* v) {
   static constexpr std::string_view kMsg = "Summary.Value";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     std::string_view bytes;
     switch (field) {
@@ -298,8 +298,8 @@ Status DecodeSummary(WireReader r, std::vector<SummaryValueView>* values) {
   static constexpr std::string_view kMsg = "Summary";
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     if (field != 1) {
       TS_RETURN_IF_ERROR(r.Skip(field, wt));
@@ -322,8 +322,8 @@ Result<EventView> DecodeEvent(std::string_view payload, std::string_view context
   WireReader r(payload.data(), payload.data(), payload.data() + payload.size(), context);
   while (!r.done()) {
     const char* at = r.pos();
-    int field;
-    WireType wt;
+    int field = 0;
+    WireType wt{};
     TS_RETURN_IF_ERROR(r.ReadTag(&field, &wt));
     std::string_view bytes;
     uint64_t u = 0;
