@@ -3,7 +3,8 @@
 beside the same training without trainscope, as a user measures it.
 
     python bench/run_cost.py [--models cnn,lstm,mlp] [--variants hook,auto] [--rounds 3]
-                             [--rules default] [--run-args "..."] [--json] [--tmp DIR]
+                             [--rules default] [--run-args "..."] [--device cuda] [--json]
+                             [--tmp DIR]
 
 Trains each model of bench/run_cost_train.py (a CNN, an LSTM language model, an MLP whose step
 is about a millisecond) plain and under `trainscope run --rules default`, in two variants:
@@ -32,6 +33,9 @@ and the ratio the run would have without its fixed cost.
 bench/run_cost_every_step.json`: gradients saved every step, the schedule --rules default had
 before the rules' requests were merged as the union of their steps (a before/after on the
 same machine).
+
+--device trains on that device (run_cost_train.py --device): on a GPU the hook's statistics are
+computed there and the system sampler reads the GPU through NVML.
 
 Goal (the issue): the wall-time ratio <= 1.05 for each training.
 """
@@ -67,10 +71,13 @@ def trainscope_cmd():
 
 
 RUN_ARGS = []  # --run-args, split
+TRAIN_ARGS = []  # --device
 
 
 def command(model, variant, out, rules, steps):
-    train = [sys.executable, TRAIN, "--model", model] + (["--steps", str(steps)] if steps else [])
+    train = [sys.executable, TRAIN, "--model", model, *TRAIN_ARGS]
+    if steps:
+        train += ["--steps", str(steps)]
     if variant == "plain":
         return train
     if variant == "hook":
@@ -258,9 +265,12 @@ def main():
     ap.add_argument("--run-args", default="", help="more options for trainscope run")
     ap.add_argument("--fixed-steps", type=int, default=10,
                     help="steps of the short runs that measure the fixed cost (0: none)")
+    ap.add_argument("--device", default=None, help="train on this device (cuda, cuda:1, ...)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     RUN_ARGS.extend(shlex.split(args.run_args))
+    if args.device:
+        TRAIN_ARGS.extend(["--device", args.device])
     models = [m for m in args.models.split(",") if m]
     variants = [v for v in args.variants.split(",") if v]
     tmp = args.tmp or tempfile.mkdtemp(prefix="run_cost-")
@@ -319,8 +329,9 @@ def main():
 
 
 def print_table(results, variants, args):
+    on = f" on {args.device}" if args.device else ""
     print(f"\ntrainscope run --rules {args.rules} {args.run_args}, wall time beside the plain "
-          f"training (median of {args.rounds} interleaved rounds; goal <= {GOAL})\n")
+          f"training{on} (median of {args.rounds} interleaved rounds; goal <= {GOAL})\n")
     head = (f"{'training':8} {'variant':7} {'plain s':>8} {'run s':>7} {'ratio':>6} {'goal':>5} | "
             f"{'fixed s':>7} {'us/step':>7} {'w/o fixed':>9} | "
             f"{'CPU ms/step: train':>18} {'rules':>6} {'sampler':>7} {'superv':>6} | "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The trainings that bench/run_cost.py times, plain and under `trainscope run`.
 
-    python bench/run_cost_train.py --model cnn|lstm|mlp [--steps N] [--hook]
+    python bench/run_cost_train.py --model cnn|lstm|mlp [--steps N] [--hook] [--device cuda]
 
 Each trains on seeded synthetic data (no download) with the shape of a training people run:
 
@@ -13,7 +13,8 @@ Each trains on seeded synthetic data (no download) with the shape of a training 
 
 --hook adds the two lines a user writes for smdebug (a hook from the JSON configuration that
 `trainscope run` writes, the model and the loss registered); without it the script has no hook,
-as an unmodified script under the automatic mode. Prints one line: `steps=N seconds=S`.
+as an unmodified script under the automatic mode. --device trains on that device (the data is
+made on the CPU with the same seed and moved there once). Prints one line: `steps=N seconds=S`.
 """
 
 import argparse
@@ -58,7 +59,7 @@ class WordLm(nn.Module):
         return self.decoder(self.drop(out))
 
 
-def batches(model, steps, gen):
+def batches(model, steps, gen, device):
     """(input, target) pairs: a few distinct batches cycled, so data making costs nothing."""
     if model == "cnn":
         pool = [(torch.randn(64, 1, 28, 28, generator=gen),
@@ -77,6 +78,7 @@ def batches(model, steps, gen):
         for _ in range(16):
             x = torch.randn(32, 64, generator=gen)
             pool.append((x, (x @ w).argmax(1)))
+    pool = [(x.to(device), y.to(device)) for x, y in pool]
     for i in range(steps):
         yield pool[i % len(pool)]
 
@@ -86,6 +88,7 @@ def main():
     ap.add_argument("--model", choices=["cnn", "lstm", "mlp"], required=True)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--hook", action="store_true", help="the two-line smdebug-style hook")
+    ap.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, ...")
     args = ap.parse_args()
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
@@ -103,6 +106,7 @@ def main():
                               nn.Linear(64, 10))
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         loss_fn = nn.CrossEntropyLoss()
+    model.to(args.device)
 
     hook = None
     if args.hook and os.environ.get("TRAINSCOPE_CONFIG"):
@@ -114,7 +118,7 @@ def main():
 
     t0 = time.perf_counter()
     model.train()
-    for x, y in batches(args.model, steps, gen):
+    for x, y in batches(args.model, steps, gen, args.device):
         opt.zero_grad()
         out = model(x)
         loss = loss_fn(out.reshape(-1, out.shape[-1]), y.reshape(-1))
@@ -122,10 +126,11 @@ def main():
         if args.model == "lstm":
             nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         opt.step()
+    final_loss = loss.item()  # waits for the device's last step
     seconds = time.perf_counter() - t0
     if hook is not None:
         hook.close()
-    print(f"steps={steps} seconds={seconds:.3f} loss={loss.item():.4f}", flush=True)
+    print(f"steps={steps} seconds={seconds:.3f} loss={final_loss:.4f}", flush=True)
 
 
 if __name__ == "__main__":
