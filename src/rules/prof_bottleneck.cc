@@ -49,7 +49,7 @@ class BottleneckRule : public ProfilerRule {
     if (total_ == 0) return {};
     return Num(100.0 * static_cast<double>(bottlenecks_) / static_cast<double>(total_)) + "% of " +
            std::to_string(total_) + " samples were bottlenecks (threshold " +
-           Num(params().Double("threshold")) + "%)";
+           Num(params().Double("threshold")) + "%)" + NotJudgedYet(total_, "samples");
   }
 
   std::string CountText() const {

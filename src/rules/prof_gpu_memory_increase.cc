@@ -39,6 +39,7 @@ class GPUMemoryIncrease : public ProfilerRule {
         it = series_.emplace(key, Series(2 * w)).first;
       }
       Series& s = it->second;
+      if (s.count == 0) s.first = mem;
       s.values.Add(mem);
       ++s.count;
       if (s.count <= params().Int("patience") || !s.values.full()) continue;
@@ -70,6 +71,18 @@ class GPUMemoryIncrease : public ProfilerRule {
     }
   }
 
+  std::string Summary() const override {
+    std::string s;
+    for (const auto& [key, ser] : series_) {
+      const std::vector<double> values = ser.values.Values();
+      if (values.empty()) continue;
+      s += (s.empty() ? "" : "; ") + key + " memory " + Num(ser.first) + "% at the first of " +
+           std::to_string(ser.count) + " values, " + Num(values.back()) + "% at the last" +
+           NotJudgedYet(ser.count, "values");
+    }
+    return s;
+  }
+
   size_t OwnStateBytes() const override {
     size_t b = 0;
     for (const auto& [k, s] : series_) b += k.capacity() + s.values.bytes() + sizeof(Series);
@@ -81,6 +94,7 @@ class GPUMemoryIncrease : public ProfilerRule {
     explicit Series(size_t n) : values(n) {}
     Window values;
     int64_t count = 0;
+    double first = 0;  // the first value seen, for the summary
     bool armed = true;
   };
   std::map<std::string, Series> series_;

@@ -93,6 +93,9 @@ class LowGPUUtilization : public ProfilerRule {
       s += (s.empty() ? "" : "; ") + key + " p95 " + Num(Percentile(values, 95)) + "% p5 " +
            Num(Percentile(values, 5)) + "% over the last " + std::to_string(values.size()) +
            " values";
+      // A run shorter than `patience` values is not judged: say so, or a low p95 above reads as
+      // judged healthy.
+      s += NotJudgedYet(ser.count, "values");
     }
     return s;
   }

@@ -108,6 +108,14 @@ int64_t ProfilerRule::StepAt(int64_t ts_us) const {
   return std::prev(it)->second;
 }
 
+std::string ProfilerRule::NotJudgedYet(int64_t seen, const char* what) const {
+  const int64_t patience = params().Int("patience");
+  if (seen > patience) return {};
+  return std::string(" (not judged: the rule judges after more than patience=") +
+         std::to_string(patience) + " " + what + " and saw " + std::to_string(seen) +
+         "; set a lower patience for a run this short)";
+}
+
 std::string ProfilerRule::When(int64_t ts_us) const {
   std::string s = Num(static_cast<double>(ts_us - feed().first_us()) / 1e6) + " s into the run";
   const int64_t step = StepAt(ts_us);

@@ -61,6 +61,9 @@ class ProfilerRule : public BuiltinRule {
   int64_t StepInfoUntil() const;
   // "12.5 s into the run (step 40)" for a data time.
   std::string When(int64_t ts_us) const;
+  // For a Summary, when the rule has seen `seen` <= its `patience` parameter's `what` and so judged
+  // nothing: " (not judged: ...)", which says so and how to have it judge; "" otherwise.
+  std::string NotJudgedYet(int64_t seen, const char* what) const;
   // A finding at data time ts: rule, trial, step (StepAt), the series in `tensor`.
   RuleFinding NewProfilerFinding(int64_t ts_us, std::string series) const;
   // A finding at a known step (-1: none), its trial the profiler's folder.
