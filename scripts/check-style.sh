@@ -17,7 +17,10 @@
 #                                   15) 3.4 more (torch_hook.cc alone 0.5), python/src/ (12
 #                                   files) about 2.5 more (with torch/'s two files: 3.0), so in
 #                                   all about 15, some 7.5 minutes on 2 idle cores.
-#                                   src/torch/.clang-tidy says what differs there.
+#                                   src/torch/.clang-tidy says what differs there. It also
+#                                   runs Clang's thread-safety analysis (-Wthread-safety, as
+#                                   `thread-safety` below) in the same parse: the suite's one
+#                                   pass for both.
 #   check-style.sh format [FILE...] clang-format in check mode (.clang-format) over the FILEs
 #                                   given; with none, over every tracked C/C++ file (the suite:
 #                                   a clean clone has nothing "changed", so only the whole tree
@@ -30,8 +33,9 @@
 #                                   sources of src/ and python/src/ (where build/ compiles the
 #                                   extension), or the FILEs given, compiled as build/
 #                                   compiles them (TS_GUARDED_BY and friends:
-#                                   src/core/include/trainscope/thread_annotations.h).
-#   check-style.sh all              all four.
+#                                   src/core/include/trainscope/thread_annotations.h) alone:
+#                                   quicker than tidy for one file; tidy runs it too.
+#   check-style.sh all              python, tidy (with the thread-safety analysis) and format.
 # Needs clang, clang-tidy, clang-format (Debian packages) and ruff (.venv), which
 # scripts/setup.sh installs, and a configured build/ for tidy and thread-safety.
 set -uo pipefail
@@ -96,7 +100,10 @@ check_tidy() {
   # GCC's warning flags from the database are unknown to clang: not an error here. Clang's
   # -Wunused-const-variable (not in GCC's -Wall) would flag event_codec.cc's table of the
   # protobuf's field numbers, used or not.
+  # -Wthread-safety with its diagnostics enabled as checks: the thread-safety analysis in the same
+  # parse (warnings as errors, like every check of .clang-tidy).
   printf '%s\n' "${files[@]}" | xargs -P "$JOBS" -n 4 clang-tidy -p "$BUILD" --quiet \
+    --checks='clang-diagnostic-thread-safety*' --extra-arg=-Wthread-safety \
     --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wno-unused-const-variable 2>&1 |
     grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^Use -system-headers'
   local rc=("${PIPESTATUS[@]}")
@@ -177,7 +184,7 @@ case "${1:-all}" in
   thread-safety) shift; check_thread_safety "$@" ;;
   all)
     rc=0
-    for part in check_python check_tidy check_format check_thread_safety; do
+    for part in check_python check_tidy check_format; do
       "$part" || rc=1
     done
     exit $rc

@@ -107,12 +107,11 @@ fuzz_damage() {  # directory-level damage of a real trial, every reader (fuzz/tr
 
 suite "C++ unit tests" ctest --test-dir build -j"$JOBS" --output-on-failure
 # The house style (scripts/check-style.sh): ruff, clang-format over every tracked C/C++ file,
-# clang-tidy's naming and bug checks over src/, Clang's thread-safety analysis.
+# clang-tidy's naming and bug checks over src/ and the bindings, with Clang's thread-safety
+# analysis in the same parse (src/torch where the build found LibTorch).
 suite "style: ruff (Python)" bash scripts/check-style.sh python
 suite "style: clang-format" bash scripts/check-style.sh format
-suite "style: thread-safety analysis" bash scripts/check-style.sh thread-safety
-# All of src/ (src/torch where the build found LibTorch).
-suite "style: clang-tidy" bash scripts/check-style.sh tidy
+suite "style: clang-tidy and thread-safety analysis" bash scripts/check-style.sh tidy
 # design.md's module order over every #include (scripts/check-layers.py).
 suite "include order (module layers)" "$PY" scripts/check-layers.py
 if [[ "${TRAINSCOPE_QUICK:-0}" != 1 ]] && compgen -G "fuzz/*_fuzz.cc" >/dev/null; then
