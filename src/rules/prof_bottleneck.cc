@@ -106,7 +106,9 @@ class CPUBottleneck : public BottleneckRule {
     f->recommendation =
         "move work off the CPU: raise DataLoader num_workers, do augmentation on the GPU (or "
         "pre-compute it), use pin_memory=True, avoid per-sample Python work in the loop; or use "
-        "a machine with more CPU cores per GPU";
+        "a machine with more CPU cores per GPU. If the busy core is the training loop's own "
+        "(a small model launching many short kernels), give the GPU more work per launch: a "
+        "larger batch, torch.compile (mode=\"reduce-overhead\" replays CUDA graphs)";
   }
 };
 
