@@ -17,7 +17,9 @@
 # the compiler, which must link libstdc++ dynamically (a distribution's g++: a copy of libstdc++
 # linked into the extension crashes in std::regex once torch has loaded the system's, and the
 # build refuses it, README);
-# OUT, if set, receives the logs and the trial's status. Each part prints a `== gpu_check:` line;
+# BUNDLE=DIR uses what bench/gpu_bundle.sh made (for a machine that cannot install them):
+# its build tools' wheels, installed into a scratch folder, and its headers, CMake packages and
+# libraries. OUT, if set, receives the logs and the trial's status. Each part prints a `== gpu_check:` line;
 # the exit status is the number of parts that failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,6 +40,17 @@ part() {  # part NAME COMMAND...
     failed=$((failed + 1))
   fi
 }
+
+if [[ -n ${BUNDLE:-} ]]; then
+  B=$(cd "$BUNDLE" && pwd)
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$WORK/site" "$B"/whl/*.whl ||
+    { echo "gpu_check: could not install $B/whl's wheels"; exit 1; }
+  export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
+  export CMAKE_ARGS="-Dnlohmann_json_DIR=$B/share/cmake/nlohmann_json -DCLI11_DIR=$B/share/cmake/CLI11 ${CMAKE_ARGS:-}"
+  export PKG_CONFIG_PATH="$B/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LIBRARY_PATH="$B/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 
 nvidia-smi -L || echo "gpu_check: nvidia-smi did not answer"
 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
