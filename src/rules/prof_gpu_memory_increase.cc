@@ -74,11 +74,10 @@ class GPUMemoryIncrease : public ProfilerRule {
   std::string Summary() const override {
     std::string s;
     for (const auto& [key, ser] : series_) {
-      const std::vector<double> values = ser.values.Values();
-      if (values.empty()) continue;
+      // A series exists once it has a value (OnDatapoint adds it as it makes it).
       s += (s.empty() ? "" : "; ") + key + " memory " + Num(ser.first) + "% at the first of " +
-           std::to_string(ser.count) + " values, " + Num(values.back()) + "% at the last" +
-           NotJudgedYet(ser.count, "values");
+           std::to_string(ser.count) + " values, " + Num(ser.values.Values().back()) +
+           "% at the last" + NotJudgedYet(ser.count, "values");
     }
     return s;
   }
