@@ -16,6 +16,8 @@ namespace {
 
 // smdebug's default ".*relu_input", widened to "relu1_input_0", "leaky_relu_input_0".
 constexpr const char* kDefaultRegex = ".*relu\\w*_input";
+// The collection of the raw gradients the rule reads (RequiredCollections).
+constexpr const char* kInitialGradients = "initial_gradients";
 
 class PoorWeightInitialization : public BuiltinRule {
  public:
@@ -90,8 +92,12 @@ class PoorWeightInitialization : public BuiltinRule {
     act.include_regex = activations_.regexes;
     act.save_interval = 1;
     act.end_step = steps_;
+    // The raw gradients of the first steps, in a collection of their own: merged into
+    // "gradients", whose later steps the other rules read as reductions, one save_raw_tensor
+    // flag would save every gradient raw at every saved step of the whole run.
     CollectionRequest grad;
-    grad.name = "gradients";
+    grad.name = kInitialGradients;
+    grad.include_regex = {"^gradient/"};
     grad.save_interval = 1;
     grad.end_step = steps_;
     CollectionRequest loss = LossesRequest();

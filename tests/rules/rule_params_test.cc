@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "trainscope/rule.h"
@@ -294,7 +295,9 @@ TEST(RuleCollections, DefaultRulesAskForWhatTheyRead) {
             ".*relu\\w*_output|(^|\\.)act\\w*_output");
   auto pwi = need("PoorWeightInitialization");
   EXPECT_EQ(pwi["relu_input"].end_step, 10);
-  EXPECT_EQ(pwi["gradients"].end_step, 10);
+  EXPECT_EQ(pwi["initial_gradients"].end_step, 10);
+  EXPECT_EQ(pwi["initial_gradients"].include_regex, (std::vector<std::string>{"^gradient/"}));
+  EXPECT_FALSE(pwi.count("gradients"));
   EXPECT_TRUE(need("CheckInputImages").count("input_image"));
   EXPECT_TRUE(need("NLPSequenceRatio").count("input_sequence"));
   EXPECT_TRUE(need("ClassImbalance").count("labels"));
@@ -310,6 +313,30 @@ TEST(RuleCollections, DefaultRulesAskForWhatTheyRead) {
   EXPECT_EQ(reqs[0].name, "weights");
   EXPECT_EQ(reqs[1].include_regex, (std::vector<std::string>{"fc1"}));
   EXPECT_EQ(reqs[1].reductions, (std::vector<std::string>{"zero_fraction"}));
+}
+
+// The debugging rules of the default set that read gradients: merged, they save the gradients
+// raw on PoorWeightInitialization's first steps only, reductions on every later saved step (a
+// large embedding's raw gradient every 10th step was most of a language model's trial).
+TEST(RuleCollections, DefaultRulesSaveRawGradientsOnTheFirstStepsOnly) {
+  std::vector<CollectionRequest> all;
+  for (const char* rule : {"VanishingGradient", "ExplodingTensor", "WeightUpdateRatio",
+                           "UnchangedTensor", "PoorWeightInitialization"}) {
+    auto r = CreateRule(rule, {});
+    ASSERT_TRUE(r.ok()) << rule;
+    for (auto& c : (*r)->RequiredCollections()) all.push_back(std::move(c));
+  }
+  std::map<std::string, CollectionRequest> merged;
+  for (auto& c : MergeCollectionRequests(all)) merged[c.name] = c;
+  ASSERT_TRUE(merged.count("gradients"));
+  EXPECT_FALSE(merged["gradients"].save_raw_tensor);
+  EXPECT_EQ(merged["gradients"].save_interval, 10);
+  EXPECT_TRUE(merged["gradients"].save_steps.empty());
+  ASSERT_TRUE(merged.count("initial_gradients"));
+  EXPECT_EQ(merged["initial_gradients"].end_step, 10);
+  EXPECT_TRUE(merged["initial_gradients"].reductions.empty());  // the hook's default: raw
+  // Weights stay raw: WeightUpdateRatio and UnchangedTensor compare values across steps.
+  EXPECT_TRUE(merged["weights"].save_raw_tensor);
 }
 
 TEST(RuleCollections, MergeTakesTheUnion) {
