@@ -232,6 +232,7 @@ class Hook::Impl {
     if (p.save_raw) {
       ++stats.tensors_saved;
       stats.raw_bytes += v.nbytes();
+      if (planner.stretches()) planner.NoteRawBytes(name, due, v.nbytes());
       if (writes) {
         TS_RETURN_IF_ERROR(EnsureStep());
         if (keepalive && v.is_contiguous()) {
@@ -401,6 +402,7 @@ bool Hook::Step() {
     return false;
   }
   EndStep();
+  if (d.due != 0 && d.prepared && d.planner.stretches()) d.planner.EndSavingStep(d.due);
   model_calls_.store(0, std::memory_order_relaxed);
   if (d.saved_any_step && !d.collections_exported) d.Note(d.ExportCollections(), "(collections)");
   if (!d.prepared || d.CollectionsChanged()) {

@@ -113,6 +113,13 @@ Status Planner::Prepare(CollectionManager& collections, const HookConfig& config
   saved_ = std::move(saved);
   stretches_ = std::any_of(saved_.begin(), saved_.end(),
                            [](const auto& c) { return c->min_save_period_ms() > 0; });
+  raw_mask_ = 0;
+  for (size_t i = 0; i < saved_.size(); ++i) {
+    if (saved_[i]->reduction_config()->save_raw_tensor) raw_mask_ |= uint64_t{1} << i;
+  }
+  step_raw_bytes_ = {};
+  raw_bytes_ = {};
+  for (auto& mode : last_due_) mode.fill(-1);
   cache_.clear();
   quiet_ = {};
   return Status::OK();
@@ -132,17 +139,46 @@ int64_t StretchedInterval(int64_t interval, int64_t step_us, int64_t period_us) 
   return interval * 1000000;
 }
 
-bool Planner::KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) const {
-  const int64_t period_ms = c.min_save_period_ms();
-  if (period_ms <= 0 || mode_step < kThinFromStep) return true;
+void Planner::NoteRawBytes(std::string_view name, uint64_t due, uint64_t bytes) {
+  auto it = cache_.find(name);  // planned at this step: in the cache
+  if (it == cache_.end()) return;
+  for (uint64_t bits = it->second.members & due & raw_mask_; bits != 0; bits &= bits - 1) {
+    step_raw_bytes_[static_cast<size_t>(std::countr_zero(bits))] += bytes;
+  }
+}
+
+void Planner::EndSavingStep(uint64_t due) {
+  for (uint64_t bits = due & raw_mask_; bits != 0; bits &= bits - 1) {
+    const auto i = static_cast<size_t>(std::countr_zero(bits));
+    if (raw_bytes_[i] != step_raw_bytes_[i]) quiet_ = {};  // the stretched schedule may change
+    raw_bytes_[i] = step_raw_bytes_[i];
+    step_raw_bytes_[i] = 0;
+  }
+}
+
+int64_t Planner::PeriodMicros(size_t i) const {
+  const int64_t period_ms = saved_[i]->min_save_period_ms();
+  if (period_ms <= 0) return 0;
+  const double by_bytes = static_cast<double>(raw_bytes_[i]) / kRawBytesPerSecond * 1e6;
+  // At most a day (a bound, not a schedule: StretchedInterval caps the factor too).
+  return std::max(period_ms * 1000, static_cast<int64_t>(std::min(by_bytes, 86400e6)));
+}
+
+bool Planner::KeptByStretch(size_t i, Mode mode, int64_t mode_step) const {
+  const int64_t period_us = PeriodMicros(i);
+  if (period_us <= 0 || mode_step < kThinFromStep) return true;
   const int64_t step_us = step_micros(mode);
   if (step_us <= 0) return true;
-  const auto& m = c.save_config()->mode(mode);  // set: the collection is due at this step
+  const auto& m = saved_[i]->save_config()->mode(mode);  // set: the collection is due here
   if (!m) return true;
   if (std::find(m->save_steps.begin(), m->save_steps.end(), mode_step) != m->save_steps.end()) {
     return true;
   }
-  return mode_step % StretchedInterval(m->save_interval, step_us, period_ms * 1000) == 0;
+  const int64_t stretched = StretchedInterval(m->save_interval, step_us, period_us);
+  const int64_t last = last_due_[static_cast<size_t>(mode) - 1][i];
+  // (last == mode_step: this step was kept already, and DueMask is asked again)
+  return mode_step % stretched == 0 ||
+         (last >= 0 && (mode_step - last >= stretched || last == mode_step));
 }
 
 namespace {
@@ -162,8 +198,8 @@ int64_t Planner::NextDue(Mode mode, int64_t from) const {
   int64_t best = std::numeric_limits<int64_t>::max();
   const bool eval_like = mode == Mode::kEval || mode == Mode::kPredict;
   const int64_t step_us = step_micros(mode);
-  for (const auto& cp : saved_) {
-    const Collection& c = *cp;
+  for (size_t i = 0; i < saved_.size(); ++i) {
+    const Collection& c = *saved_[i];
     if (eval_like && IsTrainOnlyCollection(c.name())) continue;
     if (!c.save_config()) continue;
     const auto& m = c.save_config()->mode(mode);
@@ -174,12 +210,20 @@ int64_t Planner::NextDue(Mode mode, int64_t from) const {
     const int64_t interval = std::max<int64_t>(m->save_interval, 1);
     const int64_t first = std::max(from, m->start_step);
     int64_t next = FirstMultipleAtOrAfter(first, interval);
-    const int64_t period_ms = c.min_save_period_ms();
-    if (stretches_ && period_ms > 0 && step_us > 0 && next >= kThinFromStep) {
+    const int64_t period_us = stretches_ ? PeriodMicros(i) : 0;
+    if (period_us > 0 && step_us > 0 && next >= kThinFromStep) {
       // From kThinFromStep on, only multiples of the stretched interval (a multiple of
       // interval) are kept.
-      const int64_t stretched = StretchedInterval(interval, step_us, period_ms * 1000);
-      next = FirstMultipleAtOrAfter(std::max(first, kThinFromStep), stretched);
+      const int64_t stretched = StretchedInterval(interval, step_us, period_us);
+      const int64_t from_thin = std::max(first, kThinFromStep);
+      next = FirstMultipleAtOrAfter(from_thin, stretched);
+      // Or `stretched` steps after its last saving step, on its interval (KeptByStretch).
+      if (const int64_t last = last_due_[static_cast<size_t>(mode) - 1][i]; last >= 0) {
+        const int64_t after = last > std::numeric_limits<int64_t>::max() - stretched
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : last + stretched;
+        next = std::min(next, FirstMultipleAtOrAfter(std::max(from_thin, after), interval));
+      }
     }
     if (m->end_step && next >= *m->end_step) continue;
     best = std::min(best, next);
@@ -196,8 +240,9 @@ uint64_t Planner::DueMask(Mode mode, int64_t mode_step) {
     const Collection& c = *saved_[i];
     if (eval_like && IsTrainOnlyCollection(c.name())) continue;
     if (c.save_config() && c.save_config()->ShouldSave(mode, mode_step) &&
-        (!stretches_ || KeptByStretch(c, mode, mode_step))) {
+        (!stretches_ || KeptByStretch(i, mode, mode_step))) {
       due |= uint64_t{1} << i;
+      last_due_[static_cast<size_t>(mode) - 1][i] = mode_step;
     }
   }
   if (due == 0) quiet = {mode_step, NextDue(mode, mode_step + 1)};

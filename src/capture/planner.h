@@ -16,6 +16,14 @@
 // at least that period. Mode steps below kThinFromStep and the steps listed in save_steps are
 // saved as configured. So a training of 100 ms steps keeps "every step", one of 1 ms steps
 // with a 50 ms period saves every 50th step (100th if the median step is a little under 1 ms).
+// A step is kept when it is a multiple of the stretched interval, or at least that many steps
+// after the collection's last saving step: a step time that moves between measurements (and
+// the stretched interval with it, 200 and 500 in turn) cannot skip every multiple of both.
+// A collection saved raw also keeps its saving steps at least (its raw bytes at its last
+// saving step) / kRawBytesPerSecond apart (NoteRawBytes, EndSavingStep): the raw weights of a
+// 100 M-parameter model (400 MB) at most every 100 s of training from step 200 on, so that a
+// long run's trial and the time its saves take grow with the training's time, not with its
+// model's size times its steps.
 //
 // Thread safety: none (owned by the Hook).
 #pragma once
@@ -40,6 +48,9 @@ inline constexpr size_t kMaxSavedCollections = 64;
 // Mode steps before this one are never stretched (Short steps, above): the rules that judge
 // the first steps (PoorWeightInitialization's first 10, early divergence) see them all.
 inline constexpr int64_t kThinFromStep = 200;
+// Short steps: the raw bytes per second of training a stretched collection may save (4 MiB/s:
+// about 14 GiB an hour, SageMaker's default of every 500th step for a BERT-base on a GPU).
+inline constexpr double kRawBytesPerSecond = 4.0 * 1024 * 1024;
 
 // The stretched interval: interval x S, S the smallest of 1, 2, 5, 10, 20, 50 ... such that
 // interval x S x step_us >= period_us (at most interval x 10^6). interval >= 1.
@@ -63,6 +74,16 @@ class Planner {
   uint64_t DueMask(Mode mode, int64_t mode_step);
   // True when a saved collection has min_save_period_ms > 0 (the hook then measures steps).
   bool stretches() const { return stretches_; }
+  // Short steps: `bytes` of `name`'s raw value were saved at the current step (due: the due
+  // collections); they count for each due collection of `name` that saves raw values.
+  void NoteRawBytes(std::string_view name, uint64_t due, uint64_t bytes);
+  // Short steps: the saving step with `due` collections ends; the raw bytes each of them saved
+  // in it (NoteRawBytes) set its period until its next saving step.
+  void EndSavingStep(uint64_t due);
+  // Forgets the quiet steps it remembers (DueMask): the next DueMask computes afresh.
+  void ForgetQuietSteps() { quiet_ = {}; }
+  // The raw bytes collection `i` (bit order) saved at its last saving step.
+  uint64_t raw_bytes(size_t i) const { return i < raw_bytes_.size() ? raw_bytes_[i] : 0; }
   // The median time of a step of `mode`, as the hook measured it (0: not known yet).
   void SetStepMicros(Mode mode, int64_t us) {
     const size_t m = static_cast<size_t>(mode) - 1;
@@ -100,9 +121,12 @@ class Planner {
   void AddToPlan(std::string_view name, const Collection& c, const ReductionConfig& rc,
                  TensorPlan* p) const;
 
-  // False when collection `c`, due by its save config at `mode_step`, is left out by the
-  // stretched interval (Short steps).
-  bool KeptByStretch(const Collection& c, Mode mode, int64_t mode_step) const;
+  // Short steps: the least time between saving steps of collection `i` (bit order):
+  // min_save_period_ms, or its raw bytes at kRawBytesPerSecond if longer; 0: not stretched.
+  int64_t PeriodMicros(size_t i) const;
+  // False when collection `i` (bit order), due by its save config at `mode_step`, is left out
+  // by the stretched interval (Short steps).
+  bool KeptByStretch(size_t i, Mode mode, int64_t mode_step) const;
   // The first mode step at or after `from` at which a saved collection may be due (its
   // save_steps, its interval from start_step, stretched as KeptByStretch would at the current
   // step time, before its end_step); INT64_MAX if none.
@@ -121,6 +145,14 @@ class Planner {
   std::vector<std::shared_ptr<Collection>> saved_;
   std::vector<Skipped> skipped_;
   bool stretches_ = false;
+  // Short steps, per saved collection (bit order): those whose config saves raw values, the
+  // raw bytes each saved at the step in progress and at its last saving step.
+  uint64_t raw_mask_ = 0;
+  std::array<uint64_t, kMaxSavedCollections> step_raw_bytes_{};
+  std::array<uint64_t, kMaxSavedCollections> raw_bytes_{};
+  // Short steps, per mode and saved collection: the mode step of its last saving step (-1:
+  // none yet).
+  std::array<std::array<int64_t, kMaxSavedCollections>, 4> last_due_{};
   std::array<int64_t, 4> step_us_ = {0, 0, 0, 0};
   bool tensorboard_ = false;
   std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;

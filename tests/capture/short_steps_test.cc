@@ -102,6 +102,105 @@ std::unique_ptr<Hook> LossesEvery(int interval, ClockEnv* env) {
   return hook.ok() ? std::move(hook).value() : nullptr;
 }
 
+// A collection saved raw keeps its saving steps (its raw bytes) / kRawBytesPerSecond apart
+// from kThinFromStep on; a small one on the same schedule keeps it; one of reductions only is
+// not stretched by the bytes of the raw values it shares a step with.
+TEST(ShortStepsTest, ACollectionSavedRawIsStretchedToItsBytesPerSecond) {
+  ClockEnv env;
+  HookConfig config = ConfigFrom(R"({"LocalPath": "/trial", "CollectionConfigurations": [
+      {"CollectionName": "big", "CollectionParameters": {"include_regex": "^w$",
+        "save_interval": "10", "min_save_period_ms": "50"}},
+      {"CollectionName": "small", "CollectionParameters": {"include_regex": "^s$",
+        "save_interval": "10", "min_save_period_ms": "50"}},
+      {"CollectionName": "stats", "CollectionParameters": {"include_regex": "^w$",
+        "save_interval": "10", "min_save_period_ms": "50", "reductions": "mean",
+        "save_raw_tensor": "false"}}]})",
+                                 &env);
+  config.dry_run = true;  // planned and counted, not written
+  auto hook = Hook::Create(std::move(config));
+  ASSERT_TRUE(hook.ok()) << hook.status().ToString();
+  Hook& h = **hook;
+  // 8 MB raw a saving step: at 4 MiB/s, 1.9 s apart; the steps last 100 ms, so every 10th
+  // step (1 s) becomes every 20th.
+  const std::vector<float> big(2'000'000, 1.0F);
+  const std::vector<float> small(16, 1.0F);
+  const TensorView big_view{DType::kF32, big.data(), {static_cast<int64_t>(big.size())}, {}, {}};
+  const TensorView small_view{
+      DType::kF32, small.data(), {static_cast<int64_t>(small.size())}, {}, {}};
+  std::vector<int64_t> big_steps;
+  std::vector<int64_t> small_steps;
+  for (int i = 0; i < 400; ++i) {
+    (void)h.Step();
+    if (h.Plan("w").save_raw) {
+      big_steps.push_back(h.step());
+      ASSERT_TRUE(h.SaveTensor("w", big_view).ok());
+    }
+    if (h.Plan("s").save) {
+      small_steps.push_back(h.step());
+      ASSERT_TRUE(h.SaveTensor("s", small_view).ok());
+    }
+    env.now_us += 100'000;
+  }
+  std::vector<int64_t> every10;
+  std::vector<int64_t> stretched;
+  for (int64_t s = 0; s < 400; s += 10) {
+    every10.push_back(s);
+    if (s < kThinFromStep || s % 20 == 0) stretched.push_back(s);
+  }
+  EXPECT_EQ(big_steps, stretched);
+  EXPECT_EQ(small_steps, every10);
+  // The steps between the raw saves keep the reductions of "stats" (the same tensor).
+  (void)h.Step();  // step 400: all three due
+  EXPECT_TRUE(h.Plan("w").save_raw);
+  ASSERT_TRUE(h.SaveTensor("w", big_view).ok());
+  for (int i = 0; i < 10; ++i) {
+    env.now_us += 100'000;
+    (void)h.Step();
+  }
+  EXPECT_EQ(h.step(), 410);
+  EXPECT_TRUE(h.Plan("w").save);
+  EXPECT_FALSE(h.Plan("w").save_raw);
+  EXPECT_EQ(h.Plan("w").reductions.size(), 1u);
+}
+
+// The step time moves between measurements, and with it the stretched interval (here 200 and
+// 500 steps in turn, 32 steps at a time): the collection is still saved at least every 500
+// steps, where multiples alone of whichever interval holds at the time would skip them all
+// (step 400: 500 holds; step 500: 200 holds; ...), and never as often as its own interval.
+TEST(ShortStepsTest, AStepTimeThatMovesDoesNotSkipEverySavingStep) {
+  CollectionManager collections;
+  HookConfig config;
+  config.include_collections = std::vector<std::string>{"w"};
+  auto c = collections.GetOrCreate("w");
+  ASSERT_TRUE(c->Include(".*").ok());
+  SaveConfigMode every10;
+  every10.save_interval = 10;
+  ASSERT_TRUE(c->set_save_config(SaveConfig(every10)).ok());
+  ASSERT_TRUE(c->set_min_save_period_ms(1000).ok());  // 1 s apart
+  capture::Planner planner;
+  ASSERT_TRUE(planner.Prepare(collections, config, false).ok());
+  std::vector<int64_t> saved;
+  for (int64_t step = 0; step < 2000; ++step) {
+    // 5 ms steps (every 200th) and 2 ms steps (every 500th), alternating every 32 steps
+    if (step % 32 == 0) planner.SetStepMicros(Mode::kTrain, (step / 32) % 2 == 0 ? 5'000 : 2'000);
+    if (planner.DueMask(Mode::kTrain, step) != 0) saved.push_back(step);
+  }
+  ASSERT_FALSE(saved.empty());
+  std::vector<int64_t> after;
+  std::string seen;
+  for (int64_t s : saved) {
+    if (s >= kThinFromStep) after.push_back(s);
+    if (s >= kThinFromStep) seen += std::to_string(s) + " ";
+  }
+  SCOPED_TRACE("saved after step 200: " + seen);
+  ASSERT_GE(after.size(), 3u);
+  EXPECT_LE(after.front(), 700);
+  for (size_t k = 1; k < after.size(); ++k) {
+    EXPECT_GE(after[k] - after[k - 1], 100) << after[k];
+    EXPECT_LE(after[k] - after[k - 1], 500) << after[k];
+  }
+}
+
 TEST(ShortStepsTest, WithoutTheKeyEveryStepIsSaved) {
   ClockEnv env;
   auto hook = LossesEvery(1, &env);
@@ -123,8 +222,9 @@ TEST(ShortStepsTest, TheKeyIsParsedAndANegativePeriodRefused) {
 
 // A planner's DueMask remembers the steps ahead at which nothing is due (a quiet step reads no
 // collection); over random schedules (intervals, start and end steps, save_steps, stretched
-// periods whose step time changes, a train-only collection, TRAIN and EVAL steps), a planner
-// asked at every step must give the masks of one asked afresh at each step.
+// periods whose step time changes, raw bytes that lengthen them, a train-only collection, TRAIN
+// and EVAL steps), a planner asked at every step must give the masks of one with the same
+// history that forgets its quiet steps before each step.
 TEST(ShortStepsTest, TheQuietStepsAPlannerRemembersAreTheOnesItWouldCompute) {
   std::mt19937 rng(20261127);
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -163,6 +263,7 @@ TEST(ShortStepsTest, TheQuietStepsAPlannerRemembersAreTheOnesItWouldCompute) {
     capture::Planner fresh;
     ASSERT_TRUE(cached.Prepare(collections, config, false).ok());
     int64_t steps[2] = {0, 0};  // TRAIN, EVAL
+    ASSERT_TRUE(fresh.Prepare(collections, config, false).ok());
     for (int i = 0; i < 1200; ++i) {
       const Mode mode = pick(0, 9) == 0 ? Mode::kEval : Mode::kTrain;
       int64_t& step = steps[mode == Mode::kEval ? 1 : 0];
@@ -171,10 +272,18 @@ TEST(ShortStepsTest, TheQuietStepsAPlannerRemembersAreTheOnesItWouldCompute) {
         cached.SetStepMicros(mode, us);
         fresh.SetStepMicros(mode, us);
       }
-      ASSERT_TRUE(fresh.Prepare(collections, config, false).ok());  // forgets what it knew
+      fresh.ForgetQuietSteps();
       const uint64_t want = fresh.DueMask(mode, step);
       ASSERT_EQ(cached.DueMask(mode, step), want)
           << "round " << round << ", mode " << ModeName(mode) << " step " << step;
+      if (want != 0) {  // a saving step: "t" (in every collection) saves a raw value
+        const uint64_t bytes =
+            std::vector<uint64_t>{0, 1'000, 400'000, 40'000'000}[static_cast<size_t>(pick(0, 3))];
+        for (capture::Planner* p : {&cached, &fresh}) {
+          if (p->Plan("t", want).save_raw && bytes > 0) p->NoteRawBytes("t", want, bytes);
+          p->EndSavingStep(want);
+        }
+      }
       ++masks_checked;
       nonzero += want != 0 ? 1 : 0;
       ++step;

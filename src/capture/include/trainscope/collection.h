@@ -91,8 +91,9 @@ class Collection {
   // trainscope's extension of smdebug's CollectionParameters, "min_save_period_ms" (0: off):
   // when the training's steps are short, the hook stretches this collection's save_interval (by
   // 1, 2, 5, 10, 20, 50 ...) so that its saving steps are at least this many milliseconds of
-  // training apart (planner.h, "Short steps"). `trainscope run` sets it on the collections it
-  // generates for the rules; it is not written to the collections file.
+  // training apart (planner.h, "Short steps"), and, for a collection saved raw, at least its
+  // raw bytes at 4 MiB/s apart (a long training of a large model). `trainscope run` sets it on
+  // the collections it generates for the rules; it is not written to the collections file.
   int64_t min_save_period_ms() const { return min_save_period_ms_; }
   // InvalidArgument (naming this collection) for a negative period.
   Status set_min_save_period_ms(int64_t ms);
