@@ -500,11 +500,14 @@ def test_findings_of_one_problem_are_one_diagnosis_led_by_its_root_cause(tmp_pat
     """The main job's problem without the stop action: dead ReLUs after a too-high learning rate,
     then a loss that no longer learns and weights that no longer move. The summary, `status` and
     both JSON outputs lead with the dead units (the upstream signal, first seen) and list the
-    other findings under it as following from it, not as three problems in alphabetical order."""
+    other findings under it as following from it, not as three problems in alphabetical order.
+    With the system sampler, as a user runs it: on a machine whose cores other jobs hold,
+    StepOutlier tells their stalls from the training's by its samples (without them it counted
+    them and added a second diagnosis, once, under three test suites at once)."""
     trial = tmp_path / "t"
     summary = tmp_path / "summary.json"
     p = subprocess.run(
-        [CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
+        [CLI, "run", "--out", str(trial), "--rules", "default",
          "--json-out", str(summary), "--", sys.executable,
          str(REPO / "examples" / "pytorch" / "digits_mlp.py"), "--lr", "1.0", "--epochs", "8"],
         capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
