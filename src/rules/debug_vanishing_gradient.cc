@@ -150,7 +150,9 @@ class VanishingGradient : public BuiltinRule {
     CollectionRequest r;
     r.name = "gradients";
     r.save_interval = 10;
-    r.reductions = {"abs_mean"};
+    // zero_fraction: a sparse gradient (an embedding's) is judged on its non-zero part, and
+    // without the raw value (saved on the first steps only) the trial must hold its zero share.
+    r.reductions = {"abs_mean", "zero_fraction"};
     r.save_raw_tensor = false;
     return {r};
   }

@@ -283,7 +283,7 @@ def test_hook_collection_config_for_a_rule_set():
     cfg = json.loads(_core.rules.hook_collection_config(
         ["VanishingGradient", "ExplodingTensor", "DeadRelu"], [{}, {}, {}]))
     by_name = {c["CollectionName"]: c["CollectionParameters"] for c in cfg}
-    assert by_name["gradients"]["reductions"] == "abs_mean,max,min"
+    assert by_name["gradients"]["reductions"] == "abs_mean,zero_fraction,max,min"
     assert by_name["gradients"]["save_raw_tensor"] == "false"
     assert by_name["losses"]["save_interval"] == "1"
     assert "relu" in by_name["relu_output"]["include_regex"]

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -286,7 +287,7 @@ TEST(RuleCollections, DefaultRulesAskForWhatTheyRead) {
   };
   auto vg = need("VanishingGradient");
   ASSERT_TRUE(vg.count("gradients"));
-  EXPECT_EQ(vg["gradients"].reductions, (std::vector<std::string>{"abs_mean"}));
+  EXPECT_EQ(vg["gradients"].reductions, (std::vector<std::string>{"abs_mean", "zero_fraction"}));
   EXPECT_FALSE(vg["gradients"].save_raw_tensor);
   EXPECT_TRUE(need("LossNotDecreasing").count("losses"));
   EXPECT_EQ(need("LossNotDecreasing")["losses"].save_interval, 1);
@@ -335,6 +336,12 @@ TEST(RuleCollections, DefaultRulesSaveRawGradientsOnTheFirstStepsOnly) {
   ASSERT_TRUE(merged.count("initial_gradients"));
   EXPECT_EQ(merged["initial_gradients"].end_step, 10);
   EXPECT_TRUE(merged["initial_gradients"].reductions.empty());  // the hook's default: raw
+  // What the rules read of the later steps' gradients: VanishingGradient judges a sparse
+  // gradient (an embedding's) on its non-zero part, which needs its zero share.
+  for (const char* r : {"abs_mean", "zero_fraction", "max", "min"}) {
+    const auto& red = merged["gradients"].reductions;
+    EXPECT_NE(std::find(red.begin(), red.end(), r), red.end()) << r;
+  }
   // Weights stay raw: WeightUpdateRatio and UnchangedTensor compare values across steps.
   EXPECT_TRUE(merged["weights"].save_raw_tensor);
 }
