@@ -54,6 +54,7 @@ class ExplodingTensor : public BuiltinRule {
     if (selection_.empty()) {
       add("gradients", {});
       add("weights", {});
+      out.back().train_only = true;  // an EVAL or PREDICT step leaves them as they were
       CollectionRequest losses;
       losses.name = "losses";
       losses.save_interval = 1;

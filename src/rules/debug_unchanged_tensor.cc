@@ -150,6 +150,7 @@ class UnchangedTensor : public BuiltinRule {
       CollectionRequest r;
       r.name = name;
       r.include_regex = std::move(regex);
+      r.train_only = true;  // EVAL and PREDICT steps are not judged (InvokeAtStep)
       out.push_back(std::move(r));
     };
     if (selection_.empty()) add("weights", {});

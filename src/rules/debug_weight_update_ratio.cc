@@ -152,6 +152,7 @@ class WeightUpdateRatio : public BuiltinRule {
     CollectionRequest r;
     r.name = "weights";
     r.save_interval = 10;
+    r.train_only = true;  // weights do not move in EVAL and PREDICT steps (InvokeAtStep)
     // Which weights get gradients at all (frozen ones do not): the names are enough.
     CollectionRequest g;
     g.name = "gradients";

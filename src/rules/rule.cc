@@ -87,10 +87,12 @@ std::vector<CollectionRequest> MergeCollectionRequests(
       add_unique(m.include_regex, r.include_regex);
       add_unique(m.reductions, r.reductions);
       m.save_raw_tensor = m.save_raw_tensor || r.save_raw_tensor;
+      m.train_only = m.train_only && r.train_only;
     }
     if (group.size() > 1 && !MergeSchedules(group, &m)) {
       // The smallest interval (a divisor of every one) over the widest range.
-      m = CollectionRequest{m.name, m.include_regex, 0, 0, 0, m.reductions, m.save_raw_tensor, {}};
+      m = CollectionRequest{m.name,       m.include_regex,   0,  0,           0,
+                            m.reductions, m.save_raw_tensor, {}, m.train_only};
       m.start_step = std::numeric_limits<int64_t>::max();
       std::vector<int64_t> steps;
       for (const auto* r : group) {
@@ -113,6 +115,7 @@ std::string DescribeSaveSchedule(const CollectionRequest& r) {
       r.save_interval == 1 ? "every step" : "every " + std::to_string(r.save_interval) + " steps";
   if (r.start_step > 0) s += " from step " + std::to_string(r.start_step);
   if (r.end_step >= 0) s += " before step " + std::to_string(r.end_step);
+  if (r.train_only) s += ", in training steps only";
   if (r.save_steps.empty()) return s;
   s += r.save_steps.size() > 1 ? ", and steps " : ", and step ";
   for (size_t i = 0; i < r.save_steps.size();) {
@@ -149,6 +152,10 @@ std::string CollectionRequestsToHookJson(const std::vector<CollectionRequest>& r
         steps += std::to_string(r.save_steps[i]);
       }
       p["save_steps"] = steps;
+    }
+    if (r.train_only) {  // smdebug's per-mode keys; end_step 0 saves nothing
+      p["eval.end_step"] = "0";
+      p["predict.end_step"] = "0";
     }
     if (!r.reductions.empty()) {
       p["reductions"] = join(r.reductions);

@@ -628,3 +628,49 @@ def test_a_large_vocabulary_s_sparse_embedding_gradient_is_not_vanishing(tmp_pat
     g = t.tensor("gradient/Sequential_0.weight")
     assert g.reduction_value(20, "mean", abs=True) < 1e-7
     assert g.reduction_value(20, "zero_fraction") > 0.999
+
+
+_TRAIN_THEN_EVAL = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+loss_fn = nn.CrossEntropyLoss()
+x, y = torch.randn(64, 16), torch.randint(0, 2, (64,))
+for epoch in range(2):
+    model.train()
+    for i in range(0, 64 * 15, 64):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        for i in range(15):
+            loss_fn(model(x), y)
+"""
+
+
+def test_weights_are_saved_in_training_steps_only(tmp_path):
+    """The default rules read weights in training steps only (they do not move in an evaluation
+    pass): under --rules default the trial holds them at TRAIN steps and not at EVAL steps,
+    where the losses are still saved (Overfit compares them)."""
+    from trainscope import modes
+
+    script = tmp_path / "train_then_eval.py"
+    script.write_text(_TRAIN_THEN_EVAL)
+    trial = tmp_path / "t"
+    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
+                        "--", sys.executable, str(script)],
+                       capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    import trainscope
+
+    t = trainscope.create_trial(str(trial))
+    assert t.steps(mode=modes.EVAL), t.steps()
+    w = t.tensor("Sequential_0.weight")
+    assert w.steps(mode=modes.TRAIN) == [0, 10, 20]
+    assert w.steps(mode=modes.EVAL) == []
+    losses = t.tensor_names(collection="losses")
+    assert losses and t.tensor(losses[0]).steps(mode=modes.EVAL), losses

@@ -342,8 +342,27 @@ TEST(RuleCollections, DefaultRulesSaveRawGradientsOnTheFirstStepsOnly) {
     const auto& red = merged["gradients"].reductions;
     EXPECT_NE(std::find(red.begin(), red.end(), r), red.end()) << r;
   }
-  // Weights stay raw: WeightUpdateRatio and UnchangedTensor compare values across steps.
+  // Weights stay raw: WeightUpdateRatio and UnchangedTensor compare values across steps; in
+  // training steps only, where they move (no rule of these reads them in EVAL steps).
   EXPECT_TRUE(merged["weights"].save_raw_tensor);
+  EXPECT_TRUE(merged["weights"].train_only);
+  auto json = nlohmann::json::parse(CollectionRequestsToHookJson(all));
+  for (const auto& c : json) {
+    const auto& p = c["CollectionParameters"];
+    EXPECT_EQ(p.contains("eval.end_step"), c["CollectionName"] == "weights") << c.dump();
+    if (c["CollectionName"] == "weights") {
+      EXPECT_EQ(p["eval.end_step"], "0");
+      EXPECT_EQ(p["predict.end_step"], "0");
+    }
+  }
+  // A rule that reads weights in EVAL steps too keeps them there.
+  CollectionRequest eval_too{"weights", {}, 10, 0, -1, {}, true, {}, false};
+  all.push_back(eval_too);
+  for (const auto& c : MergeCollectionRequests(all)) {
+    if (c.name == "weights") {
+      EXPECT_FALSE(c.train_only);
+    }
+  }
 }
 
 TEST(RuleCollections, MergeTakesTheUnion) {

@@ -94,6 +94,9 @@ struct CollectionRequest {
   std::vector<std::string> reductions;  // smdebug tokens, e.g. "abs_mean", "max"
   bool save_raw_tensor = true;          // false: only the reductions are needed
   std::vector<int64_t> save_steps;      // mode steps saved besides the interval's (sorted)
+  // Saved in TRAIN (and GLOBAL) steps only: the rule reads it there alone (weights, which no
+  // EVAL or PREDICT step moves). Merged, true when every request says so.
+  bool train_only = false;
 };
 
 // Merges the requests of several rules: one entry per collection name, with the union of the
