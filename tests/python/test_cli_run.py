@@ -581,6 +581,19 @@ def test_rules_all_starts_and_says_what_the_label_rules_need(tmp_path):
         assert "hook.save_tensor(" in rules[name]["message"], rules[name]
 
 
+def _run_default_rules(tmp_path, code):
+    """Runs the script `code` under `trainscope run --rules default` (no system sampler); it must
+    exit 0 (no rule found anything). The trial's path."""
+    script = tmp_path / "train.py"
+    script.write_text(code)
+    trial = tmp_path / "t"
+    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
+                        "--", sys.executable, str(script)],
+                       capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    return trial
+
+
 _SPARSE_EMBEDDING = """
 import torch
 from torch import nn
@@ -609,13 +622,7 @@ def test_a_large_vocabulary_s_sparse_embedding_gradient_is_not_vanishing(tmp_pat
     VanishingGradient judges it on its non-zero part, which needs its zero share at the steps
     whose gradients are saved as reductions only (from step 10 on, under --rules default): a
     41 559-word language model was called vanishing at step 20 without it."""
-    script = tmp_path / "sparse_embedding.py"
-    script.write_text(_SPARSE_EMBEDDING)
-    trial = tmp_path / "t"
-    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
-                        "--", sys.executable, str(script)],
-                       capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
-    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    trial = _run_default_rules(tmp_path, _SPARSE_EMBEDDING)
     _, status = _status_json(trial)
     rules = {r["rule"]: r for r in status["rules"]}
     assert rules["VanishingGradient"]["status"] == "NoIssuesFound", rules["VanishingGradient"]
@@ -658,13 +665,7 @@ def test_weights_are_saved_in_training_steps_only(tmp_path):
     where the losses are still saved (Overfit compares them)."""
     from trainscope import modes
 
-    script = tmp_path / "train_then_eval.py"
-    script.write_text(_TRAIN_THEN_EVAL)
-    trial = tmp_path / "t"
-    p = subprocess.run([CLI, "run", "--out", str(trial), "--rules", "default", "--no-system",
-                        "--", sys.executable, str(script)],
-                       capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=600)
-    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    trial = _run_default_rules(tmp_path, _TRAIN_THEN_EVAL)
     import trainscope
 
     t = trainscope.create_trial(str(trial))
