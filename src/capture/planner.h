@@ -82,8 +82,6 @@ class Planner {
   void EndSavingStep(uint64_t due);
   // Forgets the quiet steps it remembers (DueMask): the next DueMask computes afresh.
   void ForgetQuietSteps() { quiet_ = {}; }
-  // The raw bytes collection `i` (bit order) saved at its last saving step.
-  uint64_t raw_bytes(size_t i) const { return i < raw_bytes_.size() ? raw_bytes_[i] : 0; }
   // The median time of a step of `mode`, as the hook measured it (0: not known yet).
   void SetStepMicros(Mode mode, int64_t us) {
     const size_t m = static_cast<size_t>(mode) - 1;
